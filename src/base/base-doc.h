@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Configuration documents: YAML 1.2 (multi-document streams; JSON is read as YAML) loaded into jansson
+ * values that remember where each value came from, so that both syntax errors and later semantic
+ * errors ("gpus[2].memory: expected an integer") are reported as "file:line:col: message".
+ *
+ * Scalars follow the YAML 1.2 core schema: plain null/~/empty -> null, true/false -> boolean, decimal,
+ * 0x and 0o integers -> integer (int64, exact; out of range is an error), decimal floats, .inf/.nan ->
+ * real, anything else or any quoted scalar -> string. Mapping keys must be strings and unique.
+ * Anchors and aliases are resolved; the total size and nesting depth are capped.
+ */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base-diag.h"
+
+#define DOC_MAX_DEPTH 64
+#define DOC_MAX_BYTES ((size_t)16 << 20)
+
+struct doc;
+
+/* Loads every document of a YAML stream. On a syntax error, d says "file:line:col: message". The
+ * name is what messages call the source (the path for a file). */
+_wur_ int doc_load_file(const char *path, struct diag *d, struct doc **ret);
+_wur_ int doc_load_string(const char *name, const char *text, size_t len, struct diag *d,
+                          struct doc **ret);
+struct doc *doc_free(struct doc *doc);
+DEFINE_POINTER_CLEANUP(struct doc, doc_free)
+
+/* Number of documents in the stream, and document i (borrowed: owned by doc). */
+size_t doc_count(const struct doc *doc);
+json_t *doc_root(const struct doc *doc, size_t i);
+const char *doc_name(const struct doc *doc);
+
+/* Where a value of this doc came from. false if unknown (e.g. the shared null/true/false singletons
+ * of jansson have no position of their own; positions of their parent key are used then). */
+bool doc_position(const struct doc *doc, const json_t *value, int *ret_line, int *ret_col);
+
+/* Fails with "file:line:col: message" at value's position (or "file: message" when unknown);
+ * returns err. */
+int doc_fail(const struct doc *doc, const json_t *value, struct diag *d, int err, const char *fmt,
+             ...) _printf_(5, 6);
+
+/*
+ * Typed field readers for mappings. Each looks up key in obj; a missing key gives the default when
+ * required is false and an error at obj's position otherwise; a value of the wrong type gives an error
+ * at the value's position naming the key. Results are borrowed from doc.
+ */
+_wur_ int doc_get_string(const struct doc *doc, const json_t *obj, const char *key, bool required,
+                         const char *def, struct diag *d, const char **ret);
+_wur_ int doc_get_int(const struct doc *doc, const json_t *obj, const char *key, bool required,
+                      int64_t def, int64_t min, int64_t max, struct diag *d, int64_t *ret);
+_wur_ int doc_get_bool(const struct doc *doc, const json_t *obj, const char *key, bool required,
+                       bool def, struct diag *d, bool *ret);
+/* An array or object member (NULL result when absent and not required). */
+_wur_ int doc_get_array(const struct doc *doc, const json_t *obj, const char *key, bool required,
+                        struct diag *d, json_t **ret);
+_wur_ int doc_get_object(const struct doc *doc, const json_t *obj, const char *key, bool required,
+                         struct diag *d, json_t **ret);
+/* Fails at the first key of obj that is not in the NULL-terminated list: catches typos in configs. */
+_wur_ int doc_check_keys(const struct doc *doc, const json_t *obj, const char *const *allowed,
+                         struct diag *d);
+
+static inline void json_decrefp(json_t **j)
+{
+    if (*j)
+        json_decref(*j);
+}
+#define _cleanup_json_ _cleanup_(json_decrefp)
