@@ -5,9 +5,15 @@
  * errors ("gpus[2].memory: expected an integer") are reported as "file:line:col: message".
  *
  * Scalars follow the YAML 1.2 core schema: plain null/~/empty -> null, true/false -> boolean, decimal,
- * 0x and 0o integers -> integer (int64, exact; out of range is an error), decimal floats, .inf/.nan ->
- * real, anything else or any quoted scalar -> string. Mapping keys must be strings and unique.
- * Anchors and aliases are resolved; the total size and nesting depth are capped.
+ * 0x and 0o integers -> integer (int64, exact; out of range is an error), decimal floats -> real,
+ * anything else or any quoted scalar -> string. .inf/.nan are an error: JSON (and jansson) cannot hold
+ * them. An explicit !!str/!!int/!!float/!!bool/!!null tag must agree with the text; other tags are
+ * ignored. Mapping keys must be strings and unique. Anchors and aliases are resolved (an alias shares
+ * the anchored value, so it reports the anchor's position); the total size, the nesting depth and the
+ * number of values after alias expansion are capped.
+ *
+ * Errors: -EINVAL for syntax and schema errors, -ERANGE for numbers out of range, -ELOOP past the depth
+ * cap, -E2BIG past the value cap, -EFBIG past the size cap, -ENOMEM.
  */
 #pragma once
 
@@ -20,6 +26,8 @@
 
 #define DOC_MAX_DEPTH 64
 #define DOC_MAX_BYTES ((size_t)16 << 20)
+/* Values per document, counting each alias as the size of what it expands to ("billion laughs"). */
+#define DOC_MAX_NODES ((size_t)1 << 20)
 
 struct doc;
 
@@ -65,9 +73,5 @@ _wur_ int doc_get_object(const struct doc *doc, const json_t *obj, const char *k
 _wur_ int doc_check_keys(const struct doc *doc, const json_t *obj, const char *const *allowed,
                          struct diag *d);
 
-static inline void json_decrefp(json_t **j)
-{
-    if (*j)
-        json_decref(*j);
-}
+/* jansson (>= 2.9, GCC/Clang) itself defines json_decrefp(json_t **), which this uses. */
 #define _cleanup_json_ _cleanup_(json_decrefp)
