@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Functions that are easy to misuse with input from outside: unbounded copies, unchecked number parsing,
- * hidden static state. The build force-includes this header into every project source (-include),
- * which turns a use of them into a compile error. Use snprintf/strbuf, strtol with checks, strtok_r.
+ * Functions that are easy to misuse with input from outside: unbounded copies, unchecked number
+ * parsing, hidden static state. The build force-includes this header into every project source
+ * (-include), which turns a use of them into a compile error. Use snprintf/strbuf, strtol with
+ * checks, strtok_r.
  */
 #pragma once
 

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * A diagnostic: the reason a call failed, formatted once where the failure is understood and carried
- * back across an edge (a config load, a CEL compile, an NVML call) to where it is reported. Passing
- * NULL where a struct diag is expected is allowed and drops the text.
+ * A diagnostic: the reason a call failed, formatted once where the failure is understood and
+ * carried back across an edge (a config load, a CEL compile, an NVML call) to where it is reported.
+ * Passing NULL where a struct diag is expected is allowed and drops the text.
  */
 #pragma once
 
@@ -23,5 +23,5 @@ void diag_init(struct diag *d);
 int diag_fail(struct diag *d, int err, const char *fmt, ...) _printf_(3, 4);
 
 /* Like diag_fail, with the message prefixed "file:line:col: ". */
-int diag_fail_at(struct diag *d, int err, const char *file, int line, int col, const char *fmt,
-                 ...) _printf_(6, 7);
+int diag_fail_at(struct diag *d, int err, const char *file, int line, int col, const char *fmt, ...)
+    _printf_(6, 7);

@@ -1,19 +1,19 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Configuration documents: YAML 1.2 (multi-document streams; JSON is read as YAML) loaded into jansson
- * values that remember where each value came from, so that both syntax errors and later semantic
- * errors ("gpus[2].memory: expected an integer") are reported as "file:line:col: message".
+ * Configuration documents: YAML 1.2 (multi-document streams; JSON is read as YAML) loaded into
+ * jansson values that remember where each value came from, so that both syntax errors and later
+ * semantic errors ("gpus[2].memory: expected an integer") are reported as "file:line:col: message".
  *
- * Scalars follow the YAML 1.2 core schema: plain null/~/empty -> null, true/false -> boolean, decimal,
- * 0x and 0o integers -> integer (int64, exact; out of range is an error), decimal floats -> real,
- * anything else or any quoted scalar -> string. .inf/.nan are an error: JSON (and jansson) cannot hold
- * them. An explicit !!str/!!int/!!float/!!bool/!!null tag must agree with the text; other tags are
- * ignored. Mapping keys must be strings and unique. Anchors and aliases are resolved (an alias shares
- * the anchored value, so it reports the anchor's position); the total size, the nesting depth and the
- * number of values after alias expansion are capped.
+ * Scalars follow the YAML 1.2 core schema: plain null/~/empty -> null, true/false -> boolean,
+ * decimal, 0x and 0o integers -> integer (int64, exact; out of range is an error), decimal floats
+ * -> real, anything else or any quoted scalar -> string. .inf/.nan are an error: JSON (and jansson)
+ * cannot hold them. An explicit !!str/!!int/!!float/!!bool/!!null tag must agree with the text;
+ * other tags are ignored. Mapping keys must be strings and unique. Anchors and aliases are resolved
+ * (an alias shares the anchored value, so it reports the anchor's position); the total size, the
+ * nesting depth and the number of values after alias expansion are capped.
  *
- * Errors: -EINVAL for syntax and schema errors, -ERANGE for numbers out of range, -ELOOP past the depth
- * cap, -E2BIG past the value cap, -EFBIG past the size cap, -ENOMEM.
+ * Errors: -EINVAL for syntax and schema errors, -ERANGE for numbers out of range, -ELOOP past the
+ * depth cap, -E2BIG past the value cap, -EFBIG past the size cap, -ENOMEM.
  */
 #pragma once
 
@@ -55,8 +55,8 @@ int doc_fail(const struct doc *doc, const json_t *value, struct diag *d, int err
 
 /*
  * Typed field readers for mappings. Each looks up key in obj; a missing key gives the default when
- * required is false and an error at obj's position otherwise; a value of the wrong type gives an error
- * at the value's position naming the key. Results are borrowed from doc.
+ * required is false and an error at obj's position otherwise; a value of the wrong type gives an
+ * error at the value's position naming the key. Results are borrowed from doc.
  */
 _wur_ int doc_get_string(const struct doc *doc, const json_t *obj, const char *key, bool required,
                          const char *def, struct diag *d, const char **ret);
@@ -69,7 +69,8 @@ _wur_ int doc_get_array(const struct doc *doc, const json_t *obj, const char *ke
                         struct diag *d, json_t **ret);
 _wur_ int doc_get_object(const struct doc *doc, const json_t *obj, const char *key, bool required,
                          struct diag *d, json_t **ret);
-/* Fails at the first key of obj that is not in the NULL-terminated list: catches typos in configs. */
+/* Fails at the first key of obj that is not in the NULL-terminated list: catches typos in configs.
+ */
 _wur_ int doc_check_keys(const struct doc *doc, const json_t *obj, const char *const *allowed,
                          struct diag *d);
 

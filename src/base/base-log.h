@@ -4,9 +4,10 @@
  *
  *   I1122 00:12:03.123456    1234 dp-health.c:88] "device unhealthy" uuid="GPU-..." xid=79
  *
- * or, with --log-format=json, one JSON object a line ({"ts":..., "caller":..., "msg":..., "v":0, ...}).
- * Structured values are key/value string pairs; LOG_INT() formats a number for them. Libraries log at
- * debug level only (log_debug with a verbosity); daemons decide what is info, warning or error.
+ * or, with --log-format=json, one JSON object a line ({"ts":..., "caller":..., "msg":..., "v":0,
+ * ...}). Structured values are key/value string pairs; LOG_INT() formats a number for them.
+ * Libraries log at debug level only (log_debug with a verbosity); daemons decide what is info,
+ * warning or error.
  */
 #pragma once
 
@@ -29,7 +30,8 @@ _wur_ int log_format_parse(const char *s, enum log_format *ret);
 void log_set_fd(int fd);
 
 /* severity: 'I', 'W', 'E'. v: the verbosity the line needs (0 = always). The variadic part is
- * key, value, key, value, ..., NULL; every key and value is a string (a NULL value prints <nil>). */
+ * key, value, key, value, ..., NULL; every key and value is a string (a NULL value prints <nil>).
+ */
 void log_kv(char severity, int v, const char *file, int line, const char *msg, ...);
 
 const char *log_fmt_int(char buf[static 24], long long value);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * A growable, always NUL-terminated byte buffer with a hard cap: input from outside can never make it
- * grow without bound. Functions return 0 or a negative errno (-ENOBUFS past the cap, -ENOMEM).
+ * A growable, always NUL-terminated byte buffer with a hard cap: input from outside can never make
+ * it grow without bound. Functions return 0 or a negative errno (-ENOBUFS past the cap, -ENOMEM).
  */
 #pragma once
 
@@ -19,7 +19,10 @@ struct strbuf {
     size_t cap; /* the most bytes (not counting the NUL) it may ever hold */
 };
 
-#define STRBUF_INIT {.buf = NULL, .len = 0, .alloc = 0, .cap = STRBUF_DEFAULT_CAP}
+#define STRBUF_INIT                                                                                \
+    {                                                                                              \
+        .buf = NULL, .len = 0, .alloc = 0, .cap = STRBUF_DEFAULT_CAP                               \
+    }
 
 /* cap 0 means STRBUF_DEFAULT_CAP. */
 void strbuf_init(struct strbuf *sb, size_t cap);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * A growable array of fixed-size elements with a hard cap on the element count. Elements are copied in
- * by value; pointers into the array are invalidated by the next push.
+ * A growable array of fixed-size elements with a hard cap on the element count. Elements are copied
+ * in by value; pointers into the array are invalidated by the next push.
  */
 #pragma once
 

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The base module: everything below the rest of gpuplane. Include this, or the one piece you need. */
+/* The base module: everything below the rest of gpuplane. Include this, or the one piece you
+ * need. */
 #pragma once
 
 #include "base-diag.h"
