@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The GPUs of this node, as NVML reports them: loading the driver's library, the inventory (identity,
- * memory, PCI, NUMA, compute capability, MIG devices), the GPU-to-GPU topology, and a source of health
- * events (XID errors, ECC) that runs on a worker thread and delivers on an event loop.
+ * The GPUs of this node, as NVML reports them: loading the driver's library, the inventory
+ * (identity, memory, PCI, NUMA, compute capability, MIG devices), the GPU-to-GPU topology, and a
+ * source of health events (XID errors, ECC) that runs on a worker thread and delivers on an event
+ * loop.
  *
- * Everything NVML says is copied into plain structs owned by the inventory, so daemons never hold NVML
- * handles across calls. A GPU that fails with NVML_ERROR_GPU_IS_LOST (or another per-device error) is
- * listed with its error and as much identity as could be read; it never fails the whole inventory.
+ * Everything NVML says is copied into plain structs owned by the inventory, so daemons never hold
+ * NVML handles across calls. A GPU that fails with NVML_ERROR_GPU_IS_LOST (or another per-device
+ * error) is listed with its error and as much identity as could be read; it never fails the whole
+ * inventory.
  */
 #pragma once
 
@@ -27,10 +29,11 @@
 struct gpu_nvml;
 
 /*
- * Loads NVML and calls nvmlInit_v2. lib_path NULL means: $GPUPLANE_NVML_LIB, else "libnvidia-ml.so.1"
- * from the loader's search path. A missing library fails with "NVML library not found: is the NVIDIA
- * driver installed? Use --nvml-lib to point at it"; a missing required symbol or a failed init says
- * which. Optional symbols that are absent make their calls answer NVML_ERROR_FUNCTION_NOT_FOUND.
+ * Loads NVML and calls nvmlInit_v2. lib_path NULL means: $GPUPLANE_NVML_LIB, else
+ * "libnvidia-ml.so.1" from the loader's search path. A missing library fails with "NVML library not
+ * found: is the NVIDIA driver installed? Use --nvml-lib to point at it"; a missing required symbol
+ * or a failed init says which. Optional symbols that are absent make their calls answer
+ * NVML_ERROR_FUNCTION_NOT_FOUND.
  */
 _wur_ int gpu_nvml_open(const char *lib_path, struct diag *d, struct gpu_nvml **ret);
 /* nvmlShutdown and dlclose. NULL-safe; returns NULL. */
@@ -52,21 +55,21 @@ enum gpu_link_level {
 };
 
 struct gpu_link {
-    enum gpu_link_level level;   /* NVLINK when nvlinks > 0, else the PCIe level */
-    enum gpu_link_level pcie;    /* the PCIe path level even when NVLink is present */
-    unsigned nvlinks;            /* NVLink links between the pair (0 = none) */
+    enum gpu_link_level level; /* NVLINK when nvlinks > 0, else the PCIe level */
+    enum gpu_link_level pcie;  /* the PCIe path level even when NVLink is present */
+    unsigned nvlinks;          /* NVLink links between the pair (0 = none) */
 };
 
 struct gpu_mig_device {
     char uuid[GPU_UUID_MAX];
-    unsigned index;              /* index among its parent's MIG devices */
-    unsigned gi_id;              /* GPU instance id */
-    unsigned ci_id;              /* compute instance id */
-    unsigned gi_profile_id;      /* NVML profile ids */
+    unsigned index;         /* index among its parent's MIG devices */
+    unsigned gi_id;         /* GPU instance id */
+    unsigned ci_id;         /* compute instance id */
+    unsigned gi_profile_id; /* NVML profile ids */
     unsigned ci_profile_id;
-    unsigned gi_slices;          /* G of "<G>g" */
-    unsigned ci_slices;          /* C of "<C>c" */
-    unsigned placement_start;    /* GPU instance placement (memory slices) */
+    unsigned gi_slices;       /* G of "<G>g" */
+    unsigned ci_slices;       /* C of "<C>c" */
+    unsigned placement_start; /* GPU instance placement (memory slices) */
     unsigned placement_size;
     unsigned multiprocessors;
     uint64_t memory_bytes;
@@ -74,25 +77,25 @@ struct gpu_mig_device {
 };
 
 struct gpu_device {
-    unsigned index;              /* NVML index */
-    int error;                   /* 0, or the NVML return that made the GPU unusable */
-    bool lost;                   /* error == NVML_ERROR_GPU_IS_LOST */
+    unsigned index; /* NVML index */
+    int error;      /* 0, or the NVML return that made the GPU unusable */
+    bool lost;      /* error == NVML_ERROR_GPU_IS_LOST */
     char uuid[GPU_UUID_MAX];
-    char name[GPU_NAME_MAX];     /* "NVIDIA H100 80GB HBM3" */
-    char pci_bus_id[GPU_BUS_ID_MAX]; /* NVML form "00000000:3B:00.0" */
+    char name[GPU_NAME_MAX];           /* "NVIDIA H100 80GB HBM3" */
+    char pci_bus_id[GPU_BUS_ID_MAX];   /* NVML form "00000000:3B:00.0" */
     char sysfs_bus_id[GPU_BUS_ID_MAX]; /* sysfs form "0000:3b:00.0" */
-    uint32_t pci_device_id;      /* device << 16 | vendor */
+    uint32_t pci_device_id;            /* device << 16 | vendor */
     uint64_t memory_bytes;
-    unsigned minor;              /* /dev/nvidia<minor> */
-    int numa_node;               /* -1 when unknown or not NUMA */
-    int cc_major;                /* CUDA compute capability; -1 when unknown */
+    unsigned minor; /* /dev/nvidia<minor> */
+    int numa_node;  /* -1 when unknown or not NUMA */
+    int cc_major;   /* CUDA compute capability; -1 when unknown */
     int cc_minor;
-    unsigned architecture;       /* NVML_DEVICE_ARCH_* */
-    unsigned brand;              /* nvmlBrandType_t */
+    unsigned architecture; /* NVML_DEVICE_ARCH_* */
+    unsigned brand;        /* nvmlBrandType_t */
     bool mig_capable;
-    bool mig_enabled;            /* current MIG mode */
-    unsigned nvlinks_active;     /* active NVLink links */
-    bool nvswitch;               /* at least one link ends at an NVSwitch */
+    bool mig_enabled;        /* current MIG mode */
+    unsigned nvlinks_active; /* active NVLink links */
+    bool nvswitch;           /* at least one link ends at an NVSwitch */
     size_t n_migs;
     struct gpu_mig_device *migs;
 };
@@ -100,15 +103,15 @@ struct gpu_device {
 struct gpu_inventory {
     char driver_version[GPU_VERSION_MAX]; /* "550.54.15" */
     char nvml_version[GPU_VERSION_MAX];
-    int cuda_driver_version;     /* 12040 = CUDA 12.4; 0 when unknown */
+    int cuda_driver_version; /* 12040 = CUDA 12.4; 0 when unknown */
     size_t n_devices;
-    struct gpu_device *devices;  /* by NVML index */
-    struct gpu_link *links;      /* n_devices x n_devices, row-major */
+    struct gpu_device *devices; /* by NVML index */
+    struct gpu_link *links;     /* n_devices x n_devices, row-major */
 };
 
 struct gpu_read_options {
-    const char *sysfs_root;      /* where /sys is ("" or NULL: "/"); for the numa_node fallback */
-    bool skip_topology;          /* only identity, memory and MIG */
+    const char *sysfs_root; /* where /sys is ("" or NULL: "/"); for the numa_node fallback */
+    bool skip_topology;     /* only identity, memory and MIG */
 };
 
 /* Reads the inventory. Per-device failures are recorded in the device, not returned. */
@@ -139,14 +142,14 @@ _wur_ int gpu_mig_profile_name(unsigned gi_profile_index, unsigned ci_profile_in
 
 /* One health event, delivered on the loop thread. */
 struct gpu_health_event {
-    int gpu_index;               /* NVML index of the full GPU; -1 when the event names no GPU */
-    char uuid[GPU_UUID_MAX];     /* the full GPU's UUID ("" when unknown) */
-    unsigned long long type;     /* nvmlEventType* bit */
-    unsigned long long xid;      /* XID number for XID events (999 = unknown XID) */
-    unsigned gi_id;              /* MIG instance, or NVML_EVENT_NO_INSTANCE */
+    int gpu_index;           /* NVML index of the full GPU; -1 when the event names no GPU */
+    char uuid[GPU_UUID_MAX]; /* the full GPU's UUID ("" when unknown) */
+    unsigned long long type; /* nvmlEventType* bit */
+    unsigned long long xid;  /* XID number for XID events (999 = unknown XID) */
+    unsigned gi_id;          /* MIG instance, or NVML_EVENT_NO_INSTANCE */
     unsigned ci_id;
-    int wait_error;              /* non-zero NVML return: the wait itself failed (treat all GPUs as
-                                    unhealthy, as NVIDIA's plugin does); other fields are unset */
+    int wait_error; /* non-zero NVML return: the wait itself failed (treat all GPUs as
+                       unhealthy, as NVIDIA's plugin does); other fields are unset */
 };
 
 typedef void (*gpu_health_fn)(const struct gpu_health_event *event, void *userdata);
@@ -154,23 +157,37 @@ typedef void (*gpu_health_fn)(const struct gpu_health_event *event, void *userda
 struct gpu_health;
 
 /*
- * Registers XID and ECC events (masked by what each GPU supports) on every full GPU of the inventory
- * and waits for them on a worker thread; each event is posted to loop and passed to fn there.
- * GPUs whose registration fails with something other than NOT_SUPPORTED are reported once through fn
- * as events with wait_error set and gpu_index filled.
+ * Registers XID and ECC events (masked by what each GPU supports) on every full GPU of the
+ * inventory and waits for them on a worker thread; each event is posted to loop and passed to fn
+ * there. GPUs whose registration fails with something other than NOT_SUPPORTED are reported once
+ * through fn as events with wait_error set and gpu_index filled. Lost GPUs of the inventory are
+ * skipped (the inventory already says they are lost). The inventory is copied and may be freed
+ * afterwards; nvml and loop must outlive the returned object. A failed wait is reported as an event
+ * with wait_error set and gpu_index -1, after which the thread pauses (error_backoff_ms) before
+ * waiting again. -EOPNOTSUPP when the library has no event sets at all.
  */
 _wur_ int gpu_health_start(struct gpu_nvml *nvml, const struct gpu_inventory *inv,
                            struct ev_loop *loop, gpu_health_fn fn, void *userdata,
                            struct gpu_health **ret);
-/* Stops the thread (within one wait timeout) and frees. NULL-safe; returns NULL. */
+
+struct gpu_health_options {
+    unsigned wait_timeout_ms;  /* one nvmlEventSetWait_v2; 0 = 5000, NVIDIA's value */
+    unsigned error_backoff_ms; /* pause after a failed wait; 0 = 1000 */
+};
+/* gpu_health_start with explicit timings (tests use short ones); opts NULL = defaults. */
+_wur_ int gpu_health_start_with(struct gpu_nvml *nvml, const struct gpu_inventory *inv,
+                                struct ev_loop *loop, const struct gpu_health_options *opts,
+                                gpu_health_fn fn, void *userdata, struct gpu_health **ret);
+/* Stops the thread (within one wait timeout) and frees. Call it on the loop thread, before
+ * ev_loop_free(); events still queued on the loop are dropped. NULL-safe; returns NULL. */
 struct gpu_health *gpu_health_stop(struct gpu_health *health);
 DEFINE_POINTER_CLEANUP(struct gpu_health, gpu_health_stop)
 
 /*
  * `--mock PROFILE`: resolves PROFILE (a path, or a bundled name such as "dgx-h100" looked up in
- * $GPUPLANE_NODES_DIR, <exe dir>/../examples/nodes, <exe dir>/../share/gpuplane/nodes and the source
- * tree's examples/nodes), checks that it parses, exports MOCK_NVML_PROFILE for the mock library and
- * returns the path of the mock libnvidia-ml.so.1 built beside the binary (or $GPUPLANE_MOCK_LIB).
- * The caller frees *ret_lib_path.
+ * $GPUPLANE_NODES_DIR, <exe dir>/../examples/nodes, <exe dir>/../share/gpuplane/nodes and the
+ * source tree's examples/nodes), checks that it parses, exports MOCK_NVML_PROFILE for the mock
+ * library and returns the path of the mock libnvidia-ml.so.1 built beside the binary (or
+ * $GPUPLANE_MOCK_LIB). The caller frees *ret_lib_path.
  */
 _wur_ int gpu_mock_select(const char *profile, struct diag *d, char **ret_lib_path);

@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * What the gpu files share and nothing outside src/gpu sees: the table of NVML function pointers
+ * that gpu-nvml.c fills with dlsym, the NVML_CALL macro that turns an absent optional symbol into
+ * NVML_ERROR_FUNCTION_NOT_FOUND, and the per-file entry points the inventory is assembled from.
+ * Tests include it to reach the pieces that are hard to drive through the mock (the sysfs readers).
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "gpu-nvml-abi.h"
+#include "gpu.h"
+
+#define NVML_FN_POINTER(ret, name, params) ret(*name) params;
+struct gpu_nvml_fns {
+    NVML_FUNCTIONS(NVML_FN_POINTER)
+};
+#undef NVML_FN_POINTER
+
+struct gpu_nvml {
+    void *dl;
+    bool initialised; /* nvmlInit succeeded, so close owes an nvmlShutdown */
+    struct gpu_nvml_fns fn;
+};
+
+/* Calls an NVML function through the table; an absent symbol answers FUNCTION_NOT_FOUND, as the
+ * driver would if it were too old to have it. */
+#define NVML_CALL(nvml, name, ...)                                                                 \
+    ((nvml)->fn.name ? (nvml)->fn.name(__VA_ARGS__) : NVML_ERROR_FUNCTION_NOT_FOUND)
+
+/* NVML's own wording for the codes gpuplane prints, so output does not depend on the library. */
+const char *gpu_nvml_return_text(int nvml_return);
+
+/* Upper bound on what the inventory accepts from NVML: bounds every allocation that a broken (or
+ * hostile) library could otherwise inflate. */
+#define GPU_MAX_DEVICES 1024u
+#define GPU_MAX_MIG_DEVICES 64u
+
+/* Maps an NVML topology level to the `nvidia-smi topo -m` level; errors give GPU_LINK_UNKNOWN. */
+enum gpu_link_level gpu_topology_level(nvmlReturn_t r, nvmlGpuTopologyLevel_t level);
+
+/* Reads a PCI device's NUMA node from <sysfs_root>/sys/bus/pci/devices/<bdf>/numa_node (sysfs_root
+ * NULL or "" means "/"). -1 is sysfs' own "no NUMA"; a missing file or bad contents also give -1.
+ */
+int gpu_sysfs_numa_node(const char *sysfs_root, const char *sysfs_bus_id);
+
+/* "00000000:3B:00.0" -> "0000:3b:00.0" (lower case, the 8-digit domain cut to 4 digits). */
+void gpu_bus_id_to_sysfs(const char *nvml_bus_id, char out[static GPU_BUS_ID_MAX]);
+
+/* Per-GPU NVLink facts gathered while reading topology, before the matrix is built. */
+struct gpu_nvlink_remote {
+    unsigned domain, bus, device;
+};
+struct gpu_nvlink_info {
+    unsigned active;    /* active links */
+    unsigned to_switch; /* active links that end at an NVSwitch */
+    unsigned n_remote;  /* active links that end at a PCI device (GPU) */
+    struct gpu_nvlink_remote remote[NVML_NVLINK_MAX_LINKS];
+};
+
+/* Walks the links of one GPU until NVML says there are no more. */
+void gpu_nvlink_read(struct gpu_nvml *nvml, nvmlDevice_t handle, struct gpu_nvlink_info *ret);
+
+/* Fills inv->links (allocated n x n by the caller) from the handles (NULL for unreadable GPUs), the
+ * NVLink facts of each GPU and each GPU's PCI location. */
+void gpu_topology_fill(struct gpu_nvml *nvml, struct gpu_inventory *inv,
+                       const nvmlDevice_t *handles, const struct gpu_nvlink_info *nvlinks,
+                       const nvmlPciInfo_t *pci);
+
+/* Reads the MIG devices of a MIG-enabled GPU into dev->migs. parent_total_bytes is what
+ * nvmlDeviceGetMemoryInfo says, the base of the profile name's memory figure. Returns 0, or the
+ * NVML error that ended the walk (GPU_IS_LOST); individual unreadable MIG devices are skipped. */
+nvmlReturn_t gpu_mig_read(struct gpu_nvml *nvml, nvmlDevice_t parent, uint64_t parent_total_bytes,
+                          struct gpu_device *dev);
