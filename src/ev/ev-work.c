@@ -85,14 +85,18 @@ static void pool_destroy(struct ev_work_pool *pool)
 }
 
 /* Workers block every signal: a process-directed signal must reach the loop thread's signalfd, not
- * the default action in a thread that happens to have it unblocked. */
+ * the default action in a thread that happens to have it unblocked. The signals a fault raises in
+ * the faulting thread stay unblocked, so crash handlers (a sanitizer's, a daemon's) still run. */
 static int pool_start_threads(struct ev_work_pool *pool)
 {
+    static const int faults[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS};
     sigset_t all, old;
     int r = 0;
     unsigned i;
 
     sigfillset(&all);
+    for (i = 0; i < ARRAY_SIZE(faults); i++)
+        sigdelset(&all, faults[i]);
     pthread_sigmask(SIG_SETMASK, &all, &old);
     for (i = 0; i < pool->n_threads; i++) {
         r = -pthread_create(&pool->threads[i], NULL, worker_main, pool);

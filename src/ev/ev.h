@@ -75,8 +75,8 @@ enum {
 typedef void (*ev_io_fn)(struct ev_io *io, int fd, uint32_t revents, void *userdata);
 
 /* Watches fd for events (EV_READ | EV_WRITE; 0 adds the watch disabled). The fd stays the
- * caller's: ev_io_del() does not close it. Delete the watch before closing the fd. -EEXIST if the
- * fd is already watched on this loop. */
+ * caller's: ev_io_del() does not close it. Delete the watch before closing the fd. One enabled
+ * watch per fd: epoll refuses a second one with -EEXIST. */
 _wur_ int ev_io_add(struct ev_loop *loop, int fd, uint32_t events, ev_io_fn cb, void *userdata,
                     struct ev_io **ret);
 
@@ -159,7 +159,8 @@ typedef int (*ev_work_fn)(void *userdata);
  * work started (work_fn then never ran). Typically frees userdata. */
 typedef void (*ev_done_fn)(int result, void *userdata);
 
-/* Starts n_threads worker threads (1..64, else -EINVAL), all signals blocked. */
+/* Starts n_threads worker threads (1..64, else -EINVAL) with all signals blocked except those a
+ * fault raises (SIGSEGV, SIGBUS, ...). Freed with the loop if not freed before. */
 _wur_ int ev_work_pool_new(struct ev_loop *loop, unsigned n_threads, struct ev_work_pool **ret);
 
 /* Queues work. work_fn runs on some worker thread, then done_fn (may be NULL) runs on the loop
