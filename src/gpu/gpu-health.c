@@ -207,11 +207,15 @@ static void watch_all(struct gpu_health *h, const struct gpu_inventory *inv)
     }
 }
 
-/* The worker must not take the loop's signals (SIGTERM, SIGHUP go to its signalfd). */
+/* The worker must not take the loop's signals (SIGTERM, SIGHUP go to its signalfd); faults stay
+ * unblocked so a crash in NVML still reaches the crash handlers instead of being undefined. */
 static int start_thread(struct gpu_health *h)
 {
+    static const int faults[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS};
     sigset_t all, old;
     sigfillset(&all);
+    for (size_t i = 0; i < ARRAY_SIZE(faults); i++)
+        sigdelset(&all, faults[i]);
     pthread_sigmask(SIG_SETMASK, &all, &old);
     int r = pthread_create(&h->thread, NULL, wait_loop, h);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
