@@ -23,6 +23,7 @@
 
 #include "base-doc.h"
 #include "base-file.h"
+#include "base-internal.h"
 #include "base-vec.h"
 
 /* One remembered position: of a value (key NULL) or of key within the mapping ptr. */
@@ -455,6 +456,8 @@ static int resolve_plain(struct builder *b, const char *s, size_t n, int line, i
     }
     if (is_one_of(s, n, special_float_words))
         return fail_at(b, line, col, -EINVAL, "infinity and NaN are not supported");
+    if (!utf8_valid(s, n))
+        return fail_at(b, line, col, -EINVAL, "invalid UTF-8");
     *ret = json_stringn_nocheck(s, n);
     return *ret ? 0 : -ENOMEM;
 }
@@ -515,6 +518,9 @@ static int resolve_scalar(struct builder *b, struct fy_event *ev, int line, int 
     return 0;
 
 string:
+    /* libfyaml passes stray bytes through; jansson would refuse to encode them later. */
+    if (!utf8_valid(s, n))
+        return fail_at(b, line, col, -EINVAL, "invalid UTF-8");
     *ret = json_stringn_nocheck(s, n);
     return *ret ? 0 : -ENOMEM;
 }
@@ -667,6 +673,29 @@ static int syntax_error(struct builder *b, struct fy_diag *diag)
     return fail_at(b, e->line, e->column, -EINVAL, e->msg ? e->msg : "invalid YAML");
 }
 
+/* YAML streams may be UTF-16 or -32 too, but configs are UTF-8; and libfyaml silently drops some
+ * malformed bytes (a plain scalar of them becomes null), so the whole input is checked first. */
+static int check_utf8(struct doc *doc, const char *text, size_t len, struct diag *d)
+{
+    const unsigned char *p = (const unsigned char *)text;
+    int line = 1, col = 1;
+
+    for (size_t i = 0; i < len;) {
+        size_t k = utf8_seq_len(p + i, len - i);
+
+        if (k == 0)
+            return diag_fail_at(d, -EINVAL, doc->name, line, col, "invalid UTF-8");
+        if (p[i] == '\n') {
+            line++;
+            col = 1;
+        } else {
+            col++;
+        }
+        i += k;
+    }
+    return 0;
+}
+
 static int doc_parse(struct doc *doc, const char *text, size_t len, struct diag *d)
 {
     _cleanup_(fy_diag_destroyp) struct fy_diag *diag = NULL;
@@ -734,6 +763,9 @@ int doc_load_string(const char *name, const char *text, size_t len, struct diag 
     doc->name = strdup(name ? name : "<input>");
     if (!doc->name)
         return -ENOMEM;
+    r = check_utf8(doc, text, len, d);
+    if (r < 0)
+        return r;
     r = doc_parse(doc, text, len, d);
     if (r < 0) {
         if (r == -ENOMEM)

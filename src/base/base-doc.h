@@ -8,12 +8,14 @@
  * decimal, 0x and 0o integers -> integer (int64, exact; out of range is an error), decimal floats
  * -> real, anything else or any quoted scalar -> string. .inf/.nan are an error: JSON (and jansson)
  * cannot hold them. An explicit !!str/!!int/!!float/!!bool/!!null tag must agree with the text;
- * other tags are ignored. Mapping keys must be strings and unique. Anchors and aliases are resolved
- * (an alias shares the anchored value, so it reports the anchor's position); the total size, the
- * nesting depth and the number of values after alias expansion are capped.
+ * other tags are ignored. Mapping keys must be strings and unique ("<<" merge keys are not
+ * special). Anchors and aliases are resolved (an alias shares the anchored value, so it reports the
+ * anchor's position); the total size, the nesting depth and the number of values after alias
+ * expansion are capped.
  *
  * Errors: -EINVAL for syntax and schema errors, -ERANGE for numbers out of range, -ELOOP past the
- * depth cap, -E2BIG past the value cap, -EFBIG past the size cap, -ENOMEM.
+ * depth cap, -E2BIG past the value cap, -EFBIG past the size cap, -ENOMEM. Strings must be valid
+ * UTF-8.
  */
 #pragma once
 

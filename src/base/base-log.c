@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base-internal.h"
 #include "base-log.h"
 
 /* The longest line written; longer ones are cut and end in "...". */
@@ -100,31 +101,6 @@ static void line_addf(struct line *l, const char *fmt, ...)
         line_add(l, tmp, (size_t)n < sizeof(tmp) ? (size_t)n : sizeof(tmp) - 1);
 }
 
-/* Length of the valid UTF-8 sequence at p (1-4), or 0 when the bytes there are not one. */
-static size_t utf8_len(const unsigned char *p)
-{
-    size_t n, i;
-
-    if (p[0] < 0x80)
-        return 1;
-    if (p[0] >= 0xc2 && p[0] <= 0xdf)
-        n = 2;
-    else if (p[0] >= 0xe0 && p[0] <= 0xef)
-        n = 3;
-    else if (p[0] >= 0xf0 && p[0] <= 0xf4)
-        n = 4;
-    else
-        return 0;
-    for (i = 1; i < n; i++)
-        if ((p[i] & 0xc0) != 0x80)
-            return 0;
-    /* Reject overlong forms, surrogates and code points past U+10FFFF. */
-    if ((p[0] == 0xe0 && p[1] < 0xa0) || (p[0] == 0xed && p[1] >= 0xa0) ||
-        (p[0] == 0xf0 && p[1] < 0x90) || (p[0] == 0xf4 && p[1] >= 0x90))
-        return 0;
-    return n;
-}
-
 /* A string as Go's strconv.Quote writes it (what klog uses), or as a JSON string. */
 static void line_add_quoted(struct line *l, const char *s, bool json)
 {
@@ -150,7 +126,7 @@ static void line_add_quoted(struct line *l, const char *s, bool json)
             line_add(l, "\\t", 2);
             break;
         default:
-            n = utf8_len(p);
+            n = utf8_seq_len(p, strnlen((const char *)p, 4));
             if (*p < 0x20 || *p == 0x7f || n == 0) {
                 line_addf(l, json ? "\\u%04x" : "\\x%02x", *p);
                 n = 1;

@@ -77,6 +77,7 @@ static const struct scalar_case scalar_cases[] = {
     {"{\"a\": [1, 2.5, \"x\", null, true]}", "{\"a\": [1, 2.5, \"x\", null, true]}"},
     {"- a\n- [b, {c: d}]\n", "[\"a\", [\"b\", {\"c\": \"d\"}]]"},
     {"a: 1\nb: 2\nc: 3\n", "{\"a\": 1, \"b\": 2, \"c\": 3}"},
+    {"<<: {a: 1}\n", "{\"<<\": {\"a\": 1}}"},
 };
 
 static void test_scalars(void **state)
@@ -111,6 +112,17 @@ static void test_integer_exact(void **state)
     /* 2^53 + 1 is not a double: it must survive as an exact integer. */
     assert_true(json_is_integer(json_object_get(doc_root(doc, 0), "big")));
     assert_true(json_integer_value(json_object_get(doc_root(doc, 0), "big")) == 9007199254740993LL);
+}
+
+static void test_nul_in_key(void **state)
+{
+    /* jansson keys may hold NUL; such a key must not be cut short or collide with its prefix. */
+    _cleanup_(doc_freep) struct doc *doc = load_ok("\"a\\0b\": 1\n\"a\": 2\n");
+    json_t *root = doc_root(doc, 0);
+
+    assert_int_equal(json_object_size(root), 2);
+    assert_int_equal(json_integer_value(json_object_getn(root, "a\0b", 3)), 1);
+    assert_int_equal(json_integer_value(json_object_get(root, "a")), 2);
 }
 
 static void test_streams(void **state)
@@ -179,6 +191,11 @@ static const struct error_case error_cases[] = {
     {"a: 1\n~: 2\n", -EINVAL, "t.yaml:2:1: mapping key must be a string"},
     {"? [a]\n: 1\n", -EINVAL, "t.yaml:1:3: mapping key must be a string"},
     {"n: !!int abc\n", -EINVAL, "t.yaml:1:10: value does not match its tag \"!!int\""},
+    /* libfyaml would silently drop these bytes: the input is checked before parsing. */
+    {"a: \xff\xfe\n", -EINVAL, "t.yaml:1:4: invalid UTF-8"},
+    {"a: caf\xc3\n", -EINVAL, "t.yaml:1:7: invalid UTF-8"},
+    {"# \xc3\xa9\xc3\xa9\nb: 'x\xed\xa0\x80'\n", -EINVAL, "t.yaml:2:6: invalid UTF-8"},
+    {"a: 1\nb: *nope\n", -EINVAL, "t.yaml:2:4: unknown anchor \"nope\""},
 };
 
 static void test_errors(void **state)
@@ -408,13 +425,13 @@ static void test_positions(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_scalars),      cmocka_unit_test(test_integer_exact),
-        cmocka_unit_test(test_streams),      cmocka_unit_test(test_anchors),
-        cmocka_unit_test(test_anchor_scope), cmocka_unit_test(test_errors),
-        cmocka_unit_test(test_depth_cap),    cmocka_unit_test(test_alias_bomb),
-        cmocka_unit_test(test_size_cap),     cmocka_unit_test(test_load_file),
-        cmocka_unit_test(test_getters),      cmocka_unit_test(test_check_keys),
-        cmocka_unit_test(test_positions),
+        cmocka_unit_test(test_scalars),    cmocka_unit_test(test_integer_exact),
+        cmocka_unit_test(test_nul_in_key), cmocka_unit_test(test_streams),
+        cmocka_unit_test(test_anchors),    cmocka_unit_test(test_anchor_scope),
+        cmocka_unit_test(test_errors),     cmocka_unit_test(test_depth_cap),
+        cmocka_unit_test(test_alias_bomb), cmocka_unit_test(test_size_cap),
+        cmocka_unit_test(test_load_file),  cmocka_unit_test(test_getters),
+        cmocka_unit_test(test_check_keys), cmocka_unit_test(test_positions),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
