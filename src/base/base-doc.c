@@ -456,20 +456,45 @@ static int resolve_plain(struct builder *b, const char *s, size_t n, int line, i
     }
     if (is_one_of(s, n, special_float_words))
         return fail_at(b, line, col, -EINVAL, "infinity and NaN are not supported");
-    if (!utf8_valid(s, n))
-        return fail_at(b, line, col, -EINVAL, "invalid UTF-8");
     *ret = json_stringn_nocheck(s, n);
     return *ret ? 0 : -ENOMEM;
 }
 
 #define YAML_TAG "tag:yaml.org,2002:"
 
+/* Checks *v (resolved from a plain reading of the text) against an explicit core tag such as
+ * "int" (want, wn bytes), and turns an integer into a real for "float". */
+static int apply_core_tag(struct builder *b, const char *want, size_t wn, int line, int col,
+                          json_t **v)
+{
+    bool ok = (wn == 3 && memcmp(want, "int", 3) == 0 && json_is_integer(*v)) ||
+              (wn == 5 && memcmp(want, "float", 5) == 0 && json_is_number(*v)) ||
+              (wn == 4 && memcmp(want, "bool", 4) == 0 && json_is_boolean(*v)) ||
+              (wn == 4 && memcmp(want, "null", 4) == 0 && json_is_null(*v));
+
+    if (!ok) {
+        char msg[256];
+
+        snprintf(msg, sizeof(msg), "value does not match its tag \"!!%.*s\"", (int)wn, want);
+        return fail_at(b, line, col, -EINVAL, msg);
+    }
+    if (json_is_integer(*v) && want[0] == 'f') {
+        json_t *real = json_real((double)json_integer_value(*v));
+
+        if (!real)
+            return -ENOMEM;
+        json_decref(*v);
+        *v = real;
+    }
+    return 0;
+}
+
 static int resolve_scalar(struct builder *b, struct fy_event *ev, int line, int col, json_t **ret)
 {
     struct fy_token *t = fy_event_get_token(ev);
     struct fy_token *tag = fy_event_get_tag_token(ev);
     const char *s = "", *tg = NULL;
-    size_t n = 0, tn = 0;
+    size_t n = 0, tn = 0, pre = strlen(YAML_TAG);
     json_t *v = NULL;
     int r;
 
@@ -480,49 +505,26 @@ static int resolve_scalar(struct builder *b, struct fy_event *ev, int line, int 
     }
     if (tag)
         tg = fy_token_get_text(tag, &tn);
-    if (tg && tn == strlen(YAML_TAG "str") && memcmp(tg, YAML_TAG "str", tn) == 0)
-        goto string;
-    if (tg && !(tn > strlen(YAML_TAG) && memcmp(tg, YAML_TAG, strlen(YAML_TAG)) == 0))
-        goto string; /* "!" and local tags: no meaning to us, the text is what counts */
-    if (t && fy_token_scalar_style(t) != FYSS_PLAIN && !tg)
-        goto string;
+    /* "!", local tags and !!str: the text is a string. Quoted or block text without a tag too. */
+    if ((tg && !(tn > pre && memcmp(tg, YAML_TAG, pre) == 0)) ||
+        (tg && tn == pre + 3 && memcmp(tg + pre, "str", 3) == 0) ||
+        (!tg && t && fy_token_scalar_style(t) != FYSS_PLAIN)) {
+        /* The input was checked to be UTF-8 and libfyaml's escapes produce UTF-8. */
+        *ret = json_stringn_nocheck(s, n);
+        return *ret ? 0 : -ENOMEM;
+    }
     r = resolve_plain(b, s, n, line, col, &v);
     if (r < 0)
         return r;
     if (tg) {
-        /* An explicit core tag must agree with what the text is. */
-        const char *want = tg + strlen(YAML_TAG);
-        size_t wn = tn - strlen(YAML_TAG);
-        bool ok = (wn == 3 && memcmp(want, "int", 3) == 0 && json_is_integer(v)) ||
-                  (wn == 5 && memcmp(want, "float", 5) == 0 && json_is_number(v)) ||
-                  (wn == 4 && memcmp(want, "bool", 4) == 0 && json_is_boolean(v)) ||
-                  (wn == 4 && memcmp(want, "null", 4) == 0 && json_is_null(v));
-
-        if (!ok) {
-            char msg[256];
-
+        r = apply_core_tag(b, tg + pre, tn - pre, line, col, &v);
+        if (r < 0) {
             json_decref(v);
-            snprintf(msg, sizeof(msg), "value does not match its tag \"!!%.*s\"", (int)wn, want);
-            return fail_at(b, line, col, -EINVAL, msg);
-        }
-        if (json_is_integer(v) && want[0] == 'f') {
-            json_t *real = json_real((double)json_integer_value(v));
-
-            json_decref(v);
-            v = real;
-            if (!v)
-                return -ENOMEM;
+            return r;
         }
     }
     *ret = v;
     return 0;
-
-string:
-    /* libfyaml passes stray bytes through; jansson would refuse to encode them later. */
-    if (!utf8_valid(s, n))
-        return fail_at(b, line, col, -EINVAL, "invalid UTF-8");
-    *ret = json_stringn_nocheck(s, n);
-    return *ret ? 0 : -ENOMEM;
 }
 
 /* ---- events ---- */
@@ -754,8 +756,12 @@ int doc_load_string(const char *name, const char *text, size_t len, struct diag 
     _cleanup_(doc_freep) struct doc *doc = NULL;
     int r;
 
+    if (!text && len > 0)
+        return diag_fail(d, -EINVAL, "%s: no text", name);
     if (len > DOC_MAX_BYTES)
         return diag_fail(d, -EFBIG, "%s: larger than %zu bytes", name, DOC_MAX_BYTES);
+    if (!text)
+        text = "";
     doc = calloc(1, sizeof(*doc));
     if (!doc)
         return -ENOMEM;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * UTF-8 validation, shared by the log (which escapes bytes that are not text) and the document
- * loader (which must not hand jansson a string it would refuse to encode later).
+ * loader (which checks its input first: libfyaml drops some malformed bytes without a word).
  */
 #include "base-internal.h"
 
@@ -30,19 +30,4 @@ size_t utf8_seq_len(const unsigned char *p, size_t avail)
         (p[0] == 0xf0 && p[1] < 0x90) || (p[0] == 0xf4 && p[1] >= 0x90))
         return 0;
     return n;
-}
-
-bool utf8_valid(const char *s, size_t n)
-{
-    const unsigned char *p = (const unsigned char *)s;
-
-    while (n > 0) {
-        size_t k = utf8_seq_len(p, n);
-
-        if (k == 0)
-            return false;
-        p += k;
-        n -= k;
-    }
-    return true;
 }
