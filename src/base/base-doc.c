@@ -17,6 +17,7 @@
 #include <libfyaml.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -663,12 +664,26 @@ static void fy_diag_quiet(struct fy_diag *diag, void *user, const char *buf, siz
 DEFINE_POINTER_CLEANUP(struct fy_diag, fy_diag_destroy)
 DEFINE_POINTER_CLEANUP(struct fy_parser, fy_parser_destroy)
 
+/* libfyaml 0.7.12 corrupts its indentation stack on one error path (a tab before a block indicator
+ * in a mapping nested in an explicit key, e.g. "? x:\t>"), and fy_parser_destroy() then crashes.
+ * After that error the parser is not destroyed but parked here: a few KiB per such malformed
+ * input, instead of a crashed daemon. The previous parked parser is leaked for good. */
+#define FY_TAB_ERROR "cannot use tab for indentation"
+static struct fy_parser *_Atomic parked_parser;
+
+static bool error_corrupts_parser(const struct fy_diag_error *e)
+{
+    return e && e->msg && strncmp(e->msg, FY_TAB_ERROR, strlen(FY_TAB_ERROR)) == 0;
+}
+
 /* Turns libfyaml's first collected error into the caller's diagnostic. */
-static int syntax_error(struct builder *b, struct fy_diag *diag)
+static int syntax_error(struct builder *b, struct fy_diag *diag, struct fy_parser **parser)
 {
     void *iter = NULL;
     struct fy_diag_error *e = fy_diag_errors_iterate(diag, &iter);
 
+    if (error_corrupts_parser(e))
+        atomic_exchange(&parked_parser, TAKE_PTR(*parser));
     if (!e)
         return diag_fail(b->d, -EINVAL, "%s: invalid YAML", b->doc->name);
     /* libfyaml's collected positions are already 1-based. */
@@ -725,7 +740,7 @@ static int doc_parse(struct doc *doc, const char *text, size_t len, struct diag 
 
         if (!ev) {
             if (fy_parser_get_stream_error(parser))
-                r = syntax_error(&b, diag);
+                r = syntax_error(&b, diag, &parser);
             break;
         }
         r = on_event(&b, ev);

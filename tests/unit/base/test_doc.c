@@ -219,6 +219,13 @@ static void test_errors(void **state)
     }
 }
 
+static void test_libfyaml_tab_crash(void **state)
+{
+    /* libfyaml 0.7.12 crashes destroying the parser after this error; found by fuzzing. Only one
+     * such load per process here: the loader parks one broken parser and leaks older ones. */
+    load_fails("? x:\t>", -EINVAL, "t.yaml:1:5: cannot use tab for indentation of block entry");
+}
+
 static void test_depth_cap(void **state)
 {
     _cleanup_strbuf_ struct strbuf sb = STRBUF_INIT;
@@ -432,10 +439,11 @@ int main(void)
         cmocka_unit_test(test_scalars),    cmocka_unit_test(test_integer_exact),
         cmocka_unit_test(test_nul_in_key), cmocka_unit_test(test_streams),
         cmocka_unit_test(test_anchors),    cmocka_unit_test(test_anchor_scope),
-        cmocka_unit_test(test_errors),     cmocka_unit_test(test_depth_cap),
-        cmocka_unit_test(test_alias_bomb), cmocka_unit_test(test_size_cap),
-        cmocka_unit_test(test_load_file),  cmocka_unit_test(test_getters),
-        cmocka_unit_test(test_check_keys), cmocka_unit_test(test_positions),
+        cmocka_unit_test(test_errors),     cmocka_unit_test(test_libfyaml_tab_crash),
+        cmocka_unit_test(test_depth_cap),  cmocka_unit_test(test_alias_bomb),
+        cmocka_unit_test(test_size_cap),   cmocka_unit_test(test_load_file),
+        cmocka_unit_test(test_getters),    cmocka_unit_test(test_check_keys),
+        cmocka_unit_test(test_positions),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
