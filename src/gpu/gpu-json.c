@@ -88,7 +88,7 @@ static int add_identity(json_t *o, const struct gpu_device *dev)
         set(o, "uuid", string_or_null(dev->uuid)) < 0 ||
         set(o, "name", string_or_null(dev->name)) < 0 ||
         set(o, "pciBusId", string_or_null(dev->pci_bus_id)) < 0 ||
-        set(o, "minor", int_or_null(dev->minor, known && dev->pci_bus_id[0])) < 0 ||
+        set(o, "minor", int_or_null(dev->minor, known)) < 0 ||
         set(o, "numaNode", int_or_null(dev->numa_node, dev->numa_node >= 0)) < 0)
         return -ENOMEM;
     return 0;

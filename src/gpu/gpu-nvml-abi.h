@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The part of the NVML C ABI that gpuplane uses, declared by the project itself (NVIDIA ships no
- * Debian package for its header): types, constants, struct layouts and prototypes, with the names the
- * driver's libnvidia-ml.so.1 exports. gpuplane never links against these symbols; src/gpu resolves
- * each one with dlsym at run time. mock-nvml/ defines them, so the mock and the loader share one
- * declaration and a layout mistake shows up as a compile error rather than as garbage at run time.
+ * Debian package for its header): types, constants, struct layouts and prototypes, with the names
+ * the driver's libnvidia-ml.so.1 exports. gpuplane never links against these symbols; src/gpu
+ * resolves each one with dlsym at run time. mock-nvml/ defines them, so the mock and the loader
+ * share one declaration and a layout mistake shows up as a compile error rather than as garbage at
+ * run time.
  *
  * Layouts are for LP64 (x86-64, aarch64); the static asserts at the end pin the sizes.
  */
@@ -262,9 +263,9 @@ _Static_assert(offsetof(nvmlPciInfo_t, busId) == 36, "nvmlPciInfo_t.busId offset
 _Static_assert(offsetof(nvmlEventData_t, gpuInstanceId) == 24, "nvmlEventData_t offset");
 
 /*
- * Prototypes, one X-macro line per symbol: NVML_FN(return type, name, parameter list). src/gpu expands
- * it into a table of dlsym'd pointers; mock-nvml defines each function. Required symbols are marked
- * in src/gpu, not here: this list is only the ABI.
+ * Prototypes, one X-macro line per symbol: NVML_FN(return type, name, parameter list). src/gpu
+ * expands it into a table of dlsym'd pointers; mock-nvml defines each function. Required symbols
+ * are marked in src/gpu, not here: this list is only the ABI.
  */
 #define NVML_FUNCTIONS(NVML_FN)                                                                    \
     NVML_FN(nvmlReturn_t, nvmlInit_v2, (void))                                                     \
@@ -275,32 +276,35 @@ _Static_assert(offsetof(nvmlEventData_t, gpuInstanceId) == 24, "nvmlEventData_t 
     NVML_FN(nvmlReturn_t, nvmlSystemGetNVMLVersion, (char *version, unsigned int length))          \
     NVML_FN(nvmlReturn_t, nvmlSystemGetCudaDriverVersion_v2, (int *cudaDriverVersion))             \
     NVML_FN(nvmlReturn_t, nvmlDeviceGetCount_v2, (unsigned int *deviceCount))                      \
-    NVML_FN(nvmlReturn_t, nvmlDeviceGetHandleByIndex_v2, (unsigned int index, nvmlDevice_t *device)) \
+    NVML_FN(nvmlReturn_t, nvmlDeviceGetHandleByIndex_v2,                                           \
+            (unsigned int index, nvmlDevice_t *device))                                            \
     NVML_FN(nvmlReturn_t, nvmlDeviceGetHandleByUUID, (const char *uuid, nvmlDevice_t *device))     \
     NVML_FN(nvmlReturn_t, nvmlDeviceGetHandleByPciBusId_v2,                                        \
             (const char *pciBusId, nvmlDevice_t *device))                                          \
-    NVML_FN(nvmlReturn_t, nvmlDeviceGetUUID, (nvmlDevice_t device, char *uuid, unsigned int length)) \
-    NVML_FN(nvmlReturn_t, nvmlDeviceGetName, (nvmlDevice_t device, char *name, unsigned int length)) \
+    NVML_FN(nvmlReturn_t, nvmlDeviceGetUUID,                                                       \
+            (nvmlDevice_t device, char *uuid, unsigned int length))                                \
+    NVML_FN(nvmlReturn_t, nvmlDeviceGetName,                                                       \
+            (nvmlDevice_t device, char *name, unsigned int length))                                \
     NVML_FN(nvmlReturn_t, nvmlDeviceGetIndex, (nvmlDevice_t device, unsigned int *index))          \
     NVML_FN(nvmlReturn_t, nvmlDeviceGetMinorNumber, (nvmlDevice_t device, unsigned int *minor))    \
     NVML_FN(nvmlReturn_t, nvmlDeviceGetSerial,                                                     \
             (nvmlDevice_t device, char *serial, unsigned int length))                              \
     NVML_FN(nvmlReturn_t, nvmlDeviceGetVbiosVersion,                                               \
             (nvmlDevice_t device, char *version, unsigned int length))                             \
-    NVML_FN(nvmlReturn_t, nvmlDeviceGetBrand, (nvmlDevice_t device, nvmlBrandType_t *type))        \
+    NVML_FN(nvmlReturn_t, nvmlDeviceGetBrand, (nvmlDevice_t device, nvmlBrandType_t * type))       \
     NVML_FN(nvmlReturn_t, nvmlDeviceGetArchitecture,                                               \
-            (nvmlDevice_t device, nvmlDeviceArchitecture_t *arch))                                 \
+            (nvmlDevice_t device, nvmlDeviceArchitecture_t * arch))                                \
     NVML_FN(nvmlReturn_t, nvmlDeviceGetCudaComputeCapability,                                      \
             (nvmlDevice_t device, int *major, int *minor))                                         \
-    NVML_FN(nvmlReturn_t, nvmlDeviceGetMemoryInfo, (nvmlDevice_t device, nvmlMemory_t *memory))    \
+    NVML_FN(nvmlReturn_t, nvmlDeviceGetMemoryInfo, (nvmlDevice_t device, nvmlMemory_t * memory))   \
     NVML_FN(nvmlReturn_t, nvmlDeviceGetMemoryInfo_v2,                                              \
-            (nvmlDevice_t device, nvmlMemory_v2_t *memory))                                        \
-    NVML_FN(nvmlReturn_t, nvmlDeviceGetPciInfo_v3, (nvmlDevice_t device, nvmlPciInfo_t *pci))      \
+            (nvmlDevice_t device, nvmlMemory_v2_t * memory))                                       \
+    NVML_FN(nvmlReturn_t, nvmlDeviceGetPciInfo_v3, (nvmlDevice_t device, nvmlPciInfo_t * pci))     \
     NVML_FN(nvmlReturn_t, nvmlDeviceGetNumaNodeId, (nvmlDevice_t device, unsigned int *node))      \
     NVML_FN(nvmlReturn_t, nvmlDeviceGetPersistenceMode,                                            \
-            (nvmlDevice_t device, nvmlEnableState_t *mode))                                        \
+            (nvmlDevice_t device, nvmlEnableState_t * mode))                                       \
     NVML_FN(nvmlReturn_t, nvmlDeviceGetTopologyCommonAncestor,                                     \
-            (nvmlDevice_t device1, nvmlDevice_t device2, nvmlGpuTopologyLevel_t *pathInfo))        \
+            (nvmlDevice_t device1, nvmlDevice_t device2, nvmlGpuTopologyLevel_t * pathInfo))       \
     NVML_FN(nvmlReturn_t, nvmlDeviceGetNvLinkState,                                                \
             (nvmlDevice_t device, unsigned int link, nvmlEnableState_t *isActive))                 \
     NVML_FN(nvmlReturn_t, nvmlDeviceGetNvLinkRemotePciInfo_v2,                                     \
@@ -315,20 +319,20 @@ _Static_assert(offsetof(nvmlEventData_t, gpuInstanceId) == 24, "nvmlEventData_t 
             (nvmlDevice_t device, unsigned int index, nvmlDevice_t *migDevice))                    \
     NVML_FN(nvmlReturn_t, nvmlDeviceIsMigDeviceHandle, (nvmlDevice_t device, unsigned int *isMig)) \
     NVML_FN(nvmlReturn_t, nvmlDeviceGetDeviceHandleFromMigDeviceHandle,                            \
-            (nvmlDevice_t migDevice, nvmlDevice_t *device))                                        \
+            (nvmlDevice_t migDevice, nvmlDevice_t * device))                                       \
     NVML_FN(nvmlReturn_t, nvmlDeviceGetGpuInstanceId, (nvmlDevice_t device, unsigned int *id))     \
     NVML_FN(nvmlReturn_t, nvmlDeviceGetComputeInstanceId, (nvmlDevice_t device, unsigned int *id)) \
     NVML_FN(nvmlReturn_t, nvmlDeviceGetAttributes_v2,                                              \
-            (nvmlDevice_t device, nvmlDeviceAttributes_t *attributes))                             \
+            (nvmlDevice_t device, nvmlDeviceAttributes_t * attributes))                            \
     NVML_FN(nvmlReturn_t, nvmlDeviceGetGpuInstanceById,                                            \
             (nvmlDevice_t device, unsigned int id, nvmlGpuInstance_t *gpuInstance))                \
     NVML_FN(nvmlReturn_t, nvmlGpuInstanceGetInfo,                                                  \
-            (nvmlGpuInstance_t gpuInstance, nvmlGpuInstanceInfo_t *info))                          \
-    NVML_FN(nvmlReturn_t, nvmlGpuInstanceGetComputeInstanceById,                                   \
-            (nvmlGpuInstance_t gpuInstance, unsigned int id,                                       \
-             nvmlComputeInstance_t *computeInstance))                                              \
+            (nvmlGpuInstance_t gpuInstance, nvmlGpuInstanceInfo_t * info))                         \
+    NVML_FN(                                                                                       \
+        nvmlReturn_t, nvmlGpuInstanceGetComputeInstanceById,                                       \
+        (nvmlGpuInstance_t gpuInstance, unsigned int id, nvmlComputeInstance_t *computeInstance))  \
     NVML_FN(nvmlReturn_t, nvmlComputeInstanceGetInfo_v2,                                           \
-            (nvmlComputeInstance_t computeInstance, nvmlComputeInstanceInfo_t *info))              \
+            (nvmlComputeInstance_t computeInstance, nvmlComputeInstanceInfo_t * info))             \
     NVML_FN(nvmlReturn_t, nvmlDeviceGetGpuInstanceProfileInfo,                                     \
             (nvmlDevice_t device, unsigned int profile, nvmlGpuInstanceProfileInfo_t *info))       \
     NVML_FN(nvmlReturn_t, nvmlGpuInstanceGetComputeInstanceProfileInfo,                            \
