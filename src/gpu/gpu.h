@@ -114,13 +114,14 @@ struct gpu_read_options {
     bool skip_topology;     /* only identity, memory and MIG */
 };
 
-/* Reads the inventory. Per-device failures are recorded in the device, not returned. */
+/* Reads the inventory (opts NULL: defaults). Per-device failures are recorded in the device, not
+ * returned; only a failed device count or an allocation failure fails the call. */
 _wur_ int gpu_inventory_read(struct gpu_nvml *nvml, const struct gpu_read_options *opts,
                              struct diag *d, struct gpu_inventory **ret);
 struct gpu_inventory *gpu_inventory_free(struct gpu_inventory *inv);
 DEFINE_POINTER_CLEANUP(struct gpu_inventory, gpu_inventory_free)
 
-/* The link between GPUs i and j (both < n_devices). */
+/* The link between GPUs i and j (both < n_devices; NULL otherwise). */
 const struct gpu_link *gpu_inventory_link(const struct gpu_inventory *inv, size_t i, size_t j);
 /* "X", "NV18", "PIX", "PXB", "PHB", "NODE", "SYS", "N/A". */
 const char *gpu_link_name(const struct gpu_link *link, char buf[static 16]);
@@ -129,7 +130,8 @@ const char *gpu_architecture_name(unsigned architecture);
 /* A device by UUID (full GPUs only), or NULL. */
 const struct gpu_device *gpu_inventory_find(const struct gpu_inventory *inv, const char *uuid);
 
-/* The inventory as JSON (the `gpuplane info --json` document). The caller owns the result. */
+/* The inventory as JSON (the `gpuplane info --json` document; its shape is documented in
+ * docs/gpu-inventory.md). The caller owns the result. */
 _wur_ int gpu_inventory_to_json(const struct gpu_inventory *inv, json_t **ret);
 
 /*
