@@ -261,7 +261,7 @@ static int load_driver(struct loader *L, const json_t *root)
     static const char *const keys[] = {"version", "cuda", "nvml", NULL};
     struct mock_node *node = L->node;
     json_t *obj;
-    int64_t cuda;
+    int64_t cuda = 0;
     char def[MOCK_STR_MAX + 8];
     int r;
 
@@ -361,7 +361,7 @@ static int load_override(struct loader *L, const json_t *o, struct mock_topology
     static const char *const keys[] = {"gpus", "level", NULL};
     const size_t n = L->node->n_gpus;
     json_t *pair;
-    unsigned level;
+    unsigned level = 0;
     int r;
 
     r = doc_check_keys(L->doc, o, keys, L->d);
@@ -519,7 +519,7 @@ static int read_minor(struct loader *L, const json_t *g, struct mock_gpu *gpu)
 
 static int read_memory(struct loader *L, const json_t *g, struct mock_gpu *gpu)
 {
-    unsigned total, reserved, used, sms;
+    unsigned total = 0, reserved = 0, used = 0, sms = 0;
     int r;
 
     r = read_uint(L, pick(L, g, "memory"), "memory", true, 0, 1 << 24, &total);
@@ -544,8 +544,8 @@ static int read_memory(struct loader *L, const json_t *g, struct mock_gpu *gpu)
 
 static int read_misc(struct loader *L, const json_t *g, struct mock_gpu *gpu)
 {
-    unsigned arch, brand;
-    int64_t numa;
+    unsigned arch = 0, brand = 0;
+    int64_t numa = -1;
     int r;
 
     r = read_name(L, pick(L, g, "architecture"), "architecture", NULL, architectures,
@@ -634,7 +634,7 @@ static int read_nvlink(struct loader *L, const json_t *g, struct mock_gpu *gpu)
 {
     static const char *const keys[] = {"switch", "peers", "down", NULL};
     json_t *obj, *peers;
-    unsigned links;
+    unsigned links = 0;
     int r;
 
     r = doc_get_object(L->doc, pick(L, g, "nvlink"), "nvlink", false, L->d, &obj);
@@ -793,7 +793,7 @@ static int read_placement(struct loader *L, const json_t *inst, struct mig_build
                           const struct mock_gi_profile *p, unsigned *ret)
 {
     const json_t *v = json_object_get(inst, "placement");
-    unsigned start;
+    unsigned start = 0;
     int r;
 
     if (!v) {
@@ -817,7 +817,7 @@ static int read_placement(struct loader *L, const json_t *inst, struct mig_build
 static int read_gi_id(struct loader *L, const json_t *inst, struct mig_build *b,
                       const struct mock_gi_profile *p, unsigned start, unsigned *ret)
 {
-    unsigned id;
+    unsigned id = 0;
     int r;
 
     r = read_uint(L, inst, "id", false, mock_mig_default_gi_id(p, start), 14, &id);
@@ -840,7 +840,7 @@ static int read_instance(struct loader *L, const json_t *inst, struct mig_build 
     struct nvmlGpuInstance_st *gi = &L->node->gis[L->gi_next];
     const struct mock_gi_profile *p;
     const char *name;
-    unsigned start, id;
+    unsigned start = 0, id = 0;
     int r;
 
     r = doc_check_keys(L->doc, inst, keys, L->d);
