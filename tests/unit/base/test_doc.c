@@ -219,6 +219,17 @@ static void test_errors(void **state)
     }
 }
 
+static void test_nul_byte(void **state)
+{
+    struct diag d;
+    struct doc *doc = NULL;
+
+    diag_init(&d);
+    assert_int_equal(doc_load_string("t.yaml", "a: 1\nb: x\0y\n", 11, &d, &doc), -EINVAL);
+    assert_null(doc);
+    assert_string_equal(d.msg, "t.yaml:2:5: NUL byte in input");
+}
+
 static void test_libfyaml_tab_crash(void **state)
 {
     /* libfyaml 0.7.12 crashes destroying the parser after this error; found by fuzzing. Only one
@@ -440,10 +451,10 @@ int main(void)
         cmocka_unit_test(test_nul_in_key), cmocka_unit_test(test_streams),
         cmocka_unit_test(test_anchors),    cmocka_unit_test(test_anchor_scope),
         cmocka_unit_test(test_errors),     cmocka_unit_test(test_libfyaml_tab_crash),
-        cmocka_unit_test(test_depth_cap),  cmocka_unit_test(test_alias_bomb),
-        cmocka_unit_test(test_size_cap),   cmocka_unit_test(test_load_file),
-        cmocka_unit_test(test_getters),    cmocka_unit_test(test_check_keys),
-        cmocka_unit_test(test_positions),
+        cmocka_unit_test(test_nul_byte),   cmocka_unit_test(test_depth_cap),
+        cmocka_unit_test(test_alias_bomb), cmocka_unit_test(test_size_cap),
+        cmocka_unit_test(test_load_file),  cmocka_unit_test(test_getters),
+        cmocka_unit_test(test_check_keys), cmocka_unit_test(test_positions),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

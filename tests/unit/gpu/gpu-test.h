@@ -30,10 +30,12 @@
 static inline void test_use_profile(const char *profile)
 {
     char path[4096];
+    int n;
     if (strchr(profile, '/'))
-        snprintf(path, sizeof(path), "%s", profile);
+        n = snprintf(path, sizeof(path), "%s", profile);
     else
-        snprintf(path, sizeof(path), "%s/%s.yaml", NODES_DIR, profile);
+        n = snprintf(path, sizeof(path), "%s/%s.yaml", NODES_DIR, profile);
+    assert_true(n > 0 && (size_t)n < sizeof(path));
     assert_int_equal(setenv("MOCK_NVML_PROFILE", path, 1), 0);
 }
 
