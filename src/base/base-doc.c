@@ -503,6 +503,11 @@ static int resolve_scalar(struct builder *b, struct fy_event *ev, int line, int 
         s = fy_token_get_text(t, &n);
         if (!s)
             return -ENOMEM;
+        /* Only a double-quoted "\0" makes a NUL (the input has none); libfyaml 0.7.12 sometimes
+         * miscounts a malformed block scalar and hands out bytes past its text. */
+        if ((fy_token_scalar_style(t) != FYSS_DOUBLE_QUOTED && memchr(s, '\0', n)) ||
+            !utf8_valid(s, n))
+            return fail_at(b, line, col, -EINVAL, "malformed scalar");
     }
     if (tag)
         tg = fy_token_get_text(tag, &tn);
@@ -691,7 +696,8 @@ static int syntax_error(struct builder *b, struct fy_diag *diag, struct fy_parse
 }
 
 /* YAML streams may be UTF-16 or -32 too, but configs are UTF-8; and libfyaml silently drops some
- * malformed bytes (a plain scalar of them becomes null), so the whole input is checked first. */
+ * malformed bytes (a plain scalar of them becomes null), so the whole input is checked first.
+ * YAML allows no NUL character either. */
 static int check_utf8(struct doc *doc, const char *text, size_t len, struct diag *d)
 {
     const unsigned char *p = (const unsigned char *)text;
@@ -702,6 +708,8 @@ static int check_utf8(struct doc *doc, const char *text, size_t len, struct diag
 
         if (k == 0)
             return diag_fail_at(d, -EINVAL, doc->name, line, col, "invalid UTF-8");
+        if (p[i] == '\0')
+            return diag_fail_at(d, -EINVAL, doc->name, line, col, "NUL byte in input");
         if (p[i] == '\n') {
             line++;
             col = 1;

@@ -31,3 +31,18 @@ size_t utf8_seq_len(const unsigned char *p, size_t avail)
         return 0;
     return n;
 }
+
+bool utf8_valid(const char *s, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)s;
+
+    while (n > 0) {
+        size_t k = utf8_seq_len(p, n);
+
+        if (k == 0)
+            return false;
+        p += k;
+        n -= k;
+    }
+    return true;
+}
