@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The gpuplane binary: one program, one subcommand per part of the GPU plane. This file only finds the
- * subcommand and hands it the rest of the command line; each subcommand lives in its own module.
+ * The gpuplane binary: one program, one subcommand per part of the GPU plane. This file only finds
+ * the subcommand and hands it the rest of the command line; each subcommand lives in its own
+ * module.
  */
 #include <stdio.h>
 #include <string.h>

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Parsing of the options every subcommand shares, and the plain error reporting of the command line.
- * Errors on the command line go to stderr as one human sentence; logs are for daemons at work.
+ * Parsing of the options every subcommand shares, and the plain error reporting of the command
+ * line. Errors on the command line go to stderr as one human sentence; logs are for daemons at
+ * work.
  */
 #include <errno.h>
 #include <stdarg.h>

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * What every subcommand shares on its command line: verbosity (-v=N, klog style), the log format,
- * where NVML comes from (--nvml-lib PATH, or --mock PROFILE for the mock library with a node profile)
- * and --help. A subcommand lists CLI_COMMON_OPTIONS in its getopt_long table, passes unknown options
- * to cli_common_option(), and calls cli_common_finish() once parsing is done.
+ * where NVML comes from (--nvml-lib PATH, or --mock PROFILE for the mock library with a node
+ * profile) and --help. A subcommand lists CLI_COMMON_OPTIONS in its getopt_long table, passes
+ * unknown options to cli_common_option(), and calls cli_common_finish() once parsing is done.
  */
 #pragma once
 
@@ -35,7 +35,9 @@ enum {
         {"log-format", required_argument, NULL, CLI_OPT_LOG_FORMAT},                               \
         {"mock", required_argument, NULL, CLI_OPT_MOCK},                                           \
         {"nvml-lib", required_argument, NULL, CLI_OPT_NVML_LIB},                                   \
-        {"help", no_argument, NULL, CLI_OPT_HELP}
+    {                                                                                              \
+        "help", no_argument, NULL, CLI_OPT_HELP                                                    \
+    }
 
 /* The short options every subcommand accepts, for its getopt_long optstring. */
 #define CLI_COMMON_SHORT "v:h"
@@ -56,7 +58,7 @@ struct cli_common {
     const char *mock;     /* --mock PROFILE, or NULL */
     const char *nvml_lib; /* --nvml-lib PATH, or NULL */
     bool help;
-    char *mock_lib;       /* owned: the mock library chosen by --mock */
+    char *mock_lib; /* owned: the mock library chosen by --mock */
 };
 
 void cli_common_init(struct cli_common *c);

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * `gpuplane info [--json]`: reads the inventory once through NVML and prints it. The human form is a
- * GPU table, a MIG table and a topology matrix in the style of `nvidia-smi topo -m`; the JSON form is
- * gpu_inventory_to_json's document. A lost GPU is shown as lost and is not an error: the command
- * exists to tell an operator what the node looks like, broken parts included.
+ * `gpuplane info [--json]`: reads the inventory once through NVML and prints it. The human form is
+ * a GPU table, a MIG table and a topology matrix in the style of `nvidia-smi topo -m`; the JSON
+ * form is gpu_inventory_to_json's document. A lost GPU is shown as lost and is not an error: the
+ * command exists to tell an operator what the node looks like, broken parts included.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -22,14 +22,15 @@ static const char HELP[] =
     "devices and the GPU-to-GPU topology matrix.\n"
     "\n"
     "Options:\n"
-    "      --json              print one JSON document instead of tables\n" CLI_COMMON_HELP
-    "\n"
+    "      --json              print one JSON document instead of tables\n" CLI_COMMON_HELP "\n"
     "Examples:\n"
     "  gpuplane info                      the GPUs of this node\n"
     "  gpuplane info --mock dgx-h100      a simulated DGX H100\n"
     "  gpuplane info --mock a100-mig --json | jq '.gpus[].migDevices'\n";
 
-enum { OPT_JSON = 0x2000 };
+enum {
+    OPT_JSON = 0x2000
+};
 
 static const char *mig_state(const struct gpu_device *dev)
 {
@@ -51,9 +52,8 @@ static void format_status(const struct gpu_nvml *nvml, const struct gpu_device *
 
 static int print_gpus(const struct gpu_nvml *nvml, const struct gpu_inventory *inv)
 {
-    static const char *const header[] = {"GPU",    "NAME", "UUID",   "BUS ID", "NUMA",
-                                         "MEMORY", "CC",   "MIG",    "NVLINK", "STATUS",
-                                         NULL};
+    static const char *const header[] = {"GPU", "NAME", "UUID",   "BUS ID", "NUMA", "MEMORY",
+                                         "CC",  "MIG",  "NVLINK", "STATUS", NULL};
     struct cli_table t;
     int r = cli_table_init(&t, header);
     if (r < 0)
@@ -107,8 +107,8 @@ static int add_mig_rows(struct cli_table *t, const struct gpu_device *dev)
 
 static int print_migs(const struct gpu_inventory *inv)
 {
-    static const char *const header[] = {"GPU", "MIG", "PROFILE", "GI",   "CI",
-                                         "MEMORY", "SMS", "UUID", NULL};
+    static const char *const header[] = {"GPU",    "MIG", "PROFILE", "GI", "CI",
+                                         "MEMORY", "SMS", "UUID",    NULL};
     size_t total = 0;
     for (size_t i = 0; i < inv->n_devices; i++)
         total += inv->devices[i].n_migs;
@@ -142,15 +142,14 @@ static int add_topology_row(struct cli_table *t, const struct gpu_inventory *inv
     return cli_table_add(t, row);
 }
 
-static const char LEGEND[] =
-    "\nLegend:\n"
-    "  X    = the GPU itself\n"
-    "  NV#  = # NVLink links (direct, or through NVSwitch)\n"
-    "  PIX  = PCIe, through at most one PCIe switch\n"
-    "  PXB  = PCIe, through several PCIe switches but no host bridge\n"
-    "  PHB  = PCIe, through a PCIe host bridge\n"
-    "  NODE = PCIe, across host bridges within one NUMA node\n"
-    "  SYS  = PCIe, across NUMA nodes (the SMP interconnect)\n";
+static const char LEGEND[] = "\nLegend:\n"
+                             "  X    = the GPU itself\n"
+                             "  NV#  = # NVLink links (direct, or through NVSwitch)\n"
+                             "  PIX  = PCIe, through at most one PCIe switch\n"
+                             "  PXB  = PCIe, through several PCIe switches but no host bridge\n"
+                             "  PHB  = PCIe, through a PCIe host bridge\n"
+                             "  NODE = PCIe, across host bridges within one NUMA node\n"
+                             "  SYS  = PCIe, across NUMA nodes (the SMP interconnect)\n";
 
 static int print_topology(const struct gpu_inventory *inv)
 {
