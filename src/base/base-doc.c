@@ -903,6 +903,8 @@ static int fail_member(const struct doc *doc, const json_t *obj, const char *key
 
 static const char *type_name(const json_t *v)
 {
+    if (!v)
+        return "nothing";
     switch (json_typeof(v)) {
     case JSON_OBJECT:
         return "mapping";
@@ -927,7 +929,7 @@ static const char *type_name(const json_t *v)
 static int lookup(const struct doc *doc, const json_t *obj, const char *key, bool required,
                   struct diag *d, json_t **ret)
 {
-    json_t *v;
+    json_t *v = NULL;
 
     if (!json_is_object(obj))
         return doc_fail(doc, obj, d, -EINVAL, "expected a mapping, got %s", type_name(obj));
@@ -944,7 +946,7 @@ static int lookup(const struct doc *doc, const json_t *obj, const char *key, boo
 int doc_get_string(const struct doc *doc, const json_t *obj, const char *key, bool required,
                    const char *def, struct diag *d, const char **ret)
 {
-    json_t *v;
+    json_t *v = NULL;
     int r;
 
     r = lookup(doc, obj, key, required, d, &v);
@@ -965,7 +967,7 @@ int doc_get_int(const struct doc *doc, const json_t *obj, const char *key, bool 
                 int64_t def, int64_t min, int64_t max, struct diag *d, int64_t *ret)
 {
     json_int_t i;
-    json_t *v;
+    json_t *v = NULL;
     int r;
 
     r = lookup(doc, obj, key, required, d, &v);
@@ -990,7 +992,7 @@ int doc_get_int(const struct doc *doc, const json_t *obj, const char *key, bool 
 int doc_get_bool(const struct doc *doc, const json_t *obj, const char *key, bool required, bool def,
                  struct diag *d, bool *ret)
 {
-    json_t *v;
+    json_t *v = NULL;
     int r;
 
     r = lookup(doc, obj, key, required, d, &v);
@@ -1010,7 +1012,7 @@ int doc_get_bool(const struct doc *doc, const json_t *obj, const char *key, bool
 int doc_get_array(const struct doc *doc, const json_t *obj, const char *key, bool required,
                   struct diag *d, json_t **ret)
 {
-    json_t *v;
+    json_t *v = NULL;
     int r;
 
     r = lookup(doc, obj, key, required, d, &v);
@@ -1030,7 +1032,7 @@ int doc_get_array(const struct doc *doc, const json_t *obj, const char *key, boo
 int doc_get_object(const struct doc *doc, const json_t *obj, const char *key, bool required,
                    struct diag *d, json_t **ret)
 {
-    json_t *v;
+    json_t *v = NULL;
     int r;
 
     r = lookup(doc, obj, key, required, d, &v);
@@ -1051,7 +1053,7 @@ int doc_check_keys(const struct doc *doc, const json_t *obj, const char *const *
                    struct diag *d)
 {
     const char *key;
-    json_t *v;
+    json_t *v = NULL;
 
     if (!json_is_object(obj))
         return doc_fail(doc, obj, d, -EINVAL, "expected a mapping, got %s", type_name(obj));

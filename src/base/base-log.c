@@ -181,7 +181,11 @@ static bool is_bare(const char *v)
 
 static const char *base_name(const char *file)
 {
-    const char *slash = strrchr(file, '/');
+    const char *slash;
+
+    if (!file)
+        return "?";
+    slash = strrchr(file, '/');
 
     return slash ? slash + 1 : file;
 }

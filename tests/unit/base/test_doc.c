@@ -387,6 +387,10 @@ static void test_getters(void **state)
     assert_int_equal(doc_get_string(doc, gpus, "uuid", true, NULL, &d, &s), -EINVAL);
     assert_string_equal(d.msg, "t.yaml:3:3: expected a mapping, got sequence");
 
+    /* A missing mapping (say, an absent optional section passed on) is an error, not a crash. */
+    assert_int_equal(doc_get_string(doc, NULL, "uuid", false, "d", &d, &s), -EINVAL);
+    assert_string_equal(d.msg, "t.yaml: expected a mapping, got nothing");
+
     /* NULL diag: the error code still comes back. */
     assert_int_equal(doc_get_int(doc, g0, "memory", true, 0, 0, 100, NULL, &n), -EINVAL);
 }
