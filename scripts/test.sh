@@ -6,7 +6,8 @@
 #   2. the default GCC build with -Werror: unit tests, the same unit tests under valgrind, and the
 #      integration tests against the real binary;
 #   3. the ASan+UBSan build: unit and integration tests again;
-#   4. a Clang build with -Werror (and its unit tests).
+#   4. a Clang build with -Werror, ASan and libFuzzer coverage: its unit tests and the replay of every
+#      fuzz corpus.
 # Each runner prints its own summary line; a final line sums up the stages.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -51,9 +52,9 @@ stage "asan+ubsan integration tests"
 integration build-asan
 unset ASAN_OPTIONS UBSAN_OPTIONS
 
-stage "clang build"
-CC=clang configure_build build-clang -DGP_VALGRIND_TESTS=OFF
-stage "clang unit tests"
+stage "clang build (with fuzz targets)"
+CC=clang configure_build build-clang -DGP_FUZZ=ON
+stage "clang unit tests and fuzz corpus replay"
 unit build-clang unit
 
-printf '\nall stages passed: format, gcc (unit, valgrind, integration), asan (unit, integration), clang (unit)\n'
+printf '\nall stages passed: format, gcc (unit, valgrind, integration), asan (unit, integration), clang (unit, fuzz corpora)\n'

@@ -81,7 +81,7 @@ static void test_text_format(void **state)
     log_info("more", "s", "a b", "nil", NULL, "z", "007");
     out = take_output();
     assert_matches(out, "^I[01][0-9][0-3][0-9] [0-2][0-9]:[0-5][0-9]:[0-6][0-9]\\.[0-9]{6} "
-                        "[ 0-9]{7} test_log\\.c:[0-9]+\\] \"device unhealthy\" uuid=\"GPU-1\" "
+                        "[ 0-9]{7} test-base-log\\.c:[0-9]+\\] \"device unhealthy\" uuid=\"GPU-1\" "
                         "xid=79 f=1\\.5 b=true\nI.*\\] \"more\" s=\"a b\" nil=<nil> z=\"007\"\n$");
     /* The fixed columns: thread id right-aligned in 7, then the caller. */
     snprintf(tid, sizeof(tid), " %7d ", (int)gettid());
@@ -89,7 +89,7 @@ static void test_text_format(void **state)
     {
         char caller[64];
 
-        snprintf(caller, sizeof(caller), " test_log.c:%d] ", line);
+        snprintf(caller, sizeof(caller), " test-base-log.c:%d] ", line);
         assert_non_null(strstr(out, caller));
     }
 }
@@ -125,7 +125,7 @@ static void test_json_format(void **state)
     assert_non_null(j);
     assert_true(json_is_real(json_object_get(j, "ts")));
     assert_true(json_real_value(json_object_get(j, "ts")) > 1.6e9);
-    snprintf(caller, sizeof(caller), "test_log.c:%d", line);
+    snprintf(caller, sizeof(caller), "test-base-log.c:%d", line);
     assert_string_equal(json_string_value(json_object_get(j, "caller")), caller);
     assert_string_equal(json_string_value(json_object_get(j, "msg")), "hello \"w\"");
     assert_int_equal(json_integer_value(json_object_get(j, "n")), 79);
@@ -137,7 +137,7 @@ static void test_json_format(void **state)
     assert_int_equal(strncmp(out, "{\"ts\":", 6), 0);
     tail = strstr(out, ",\"caller\":");
     assert_non_null(tail);
-    assert_matches(tail, "^,\"caller\":\"test_log\\.c:[0-9]+\",\"msg\":\"hello \\\\\"w\\\\\"\","
+    assert_matches(tail, "^,\"caller\":\"test-base-log\\.c:[0-9]+\",\"msg\":\"hello \\\\\"w\\\\\"\","
                          "\"v\":0,\"uuid\":\"GPU-1\",\"n\":79,\"ok\":false,\"nil\":null,"
                          "\"u\":\"caf\xc3\xa9\"}\n$");
 }
@@ -157,7 +157,7 @@ static void test_verbosity(void **state)
     log_debug(2, "shown", "k", "v");
     log_debug(4, "hidden");
     some = take_output();
-    assert_matches(some, "^\\{\"ts\":[0-9]+\\.[0-9]{6},\"caller\":\"test_log\\.c:[0-9]+\","
+    assert_matches(some, "^\\{\"ts\":[0-9]+\\.[0-9]{6},\"caller\":\"test-base-log\\.c:[0-9]+\","
                          "\"msg\":\"shown\",\"v\":2,\"k\":\"v\"\\}\n$");
 }
 
@@ -221,7 +221,7 @@ static void test_threads(void **state)
         assert_int_equal(pthread_join(th[i], NULL), 0);
     out = take_output();
     assert_int_equal(regcomp(&re,
-                             "^I[0-9]{4} [0-9:.]{15} [ 0-9]{7} test_log\\.c:[0-9]+\\] "
+                             "^I[0-9]{4} [0-9:.]{15} [ 0-9]{7} test-base-log\\.c:[0-9]+\\] "
                              "\"from thread\" t=\"[abcd]\" i=[0-9]+ pad=\"[0-9]{40}\"$",
                              REG_EXTENDED | REG_NOSUB),
                      0);
