@@ -137,9 +137,10 @@ static void test_json_format(void **state)
     assert_int_equal(strncmp(out, "{\"ts\":", 6), 0);
     tail = strstr(out, ",\"caller\":");
     assert_non_null(tail);
-    assert_matches(tail, "^,\"caller\":\"test-base-log\\.c:[0-9]+\",\"msg\":\"hello \\\\\"w\\\\\"\","
-                         "\"v\":0,\"uuid\":\"GPU-1\",\"n\":79,\"ok\":false,\"nil\":null,"
-                         "\"u\":\"caf\xc3\xa9\"}\n$");
+    assert_matches(tail,
+                   "^,\"caller\":\"test-base-log\\.c:[0-9]+\",\"msg\":\"hello \\\\\"w\\\\\"\","
+                   "\"v\":0,\"uuid\":\"GPU-1\",\"n\":79,\"ok\":false,\"nil\":null,"
+                   "\"u\":\"caf\xc3\xa9\"}\n$");
 }
 
 static void test_verbosity(void **state)
