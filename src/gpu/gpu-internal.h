@@ -30,9 +30,6 @@ struct gpu_nvml {
 #define NVML_CALL(nvml, name, ...)                                                                 \
     ((nvml)->fn.name ? (nvml)->fn.name(__VA_ARGS__) : NVML_ERROR_FUNCTION_NOT_FOUND)
 
-/* NVML's own wording for the codes gpuplane prints, so output does not depend on the library. */
-const char *gpu_nvml_return_text(int nvml_return);
-
 /* Upper bound on what the inventory accepts from NVML: bounds every allocation that a broken (or
  * hostile) library could otherwise inflate. */
 #define GPU_MAX_DEVICES 1024u

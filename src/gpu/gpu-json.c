@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "gpu-internal.h"
+#include "gpu-nvml-errors.h"
 
 /* json_object_set_new that reports failure instead of leaking or ignoring it. */
 static int set(json_t *obj, const char *key, json_t *value)
@@ -104,8 +105,7 @@ static int add_capabilities(json_t *o, const struct gpu_device *dev)
         set(o, "migEnabled", json_boolean(dev->mig_enabled)) < 0 ||
         set(o, "nvlinks", json_integer(dev->nvlinks_active)) < 0 ||
         set(o, "lost", json_boolean(dev->lost)) < 0 ||
-        set(o, "error", dev->error ? json_string(gpu_nvml_return_text(dev->error)) : json_null()) <
-            0 ||
+        set(o, "error", dev->error ? json_string(nvml_error_text(dev->error)) : json_null()) < 0 ||
         set(o, "migDevices", migs_json(dev)) < 0)
         return -ENOMEM;
     return 0;

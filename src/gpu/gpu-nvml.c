@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "gpu-internal.h"
+#include "gpu-nvml-errors.h"
 
 #define NVML_DEFAULT_LIB "libnvidia-ml.so.1"
 
@@ -51,48 +52,6 @@ static const char *const required[] = {
     "nvmlDeviceGetUUID",     "nvmlDeviceGetName",
 };
 
-static const char *const return_texts[] = {
-    [NVML_SUCCESS] = "Success",
-    [NVML_ERROR_UNINITIALIZED] = "Uninitialized",
-    [NVML_ERROR_INVALID_ARGUMENT] = "Invalid Argument",
-    [NVML_ERROR_NOT_SUPPORTED] = "Not Supported",
-    [NVML_ERROR_NO_PERMISSION] = "Insufficient Permissions",
-    [NVML_ERROR_ALREADY_INITIALIZED] = "Already Initialized",
-    [NVML_ERROR_NOT_FOUND] = "Not Found",
-    [NVML_ERROR_INSUFFICIENT_SIZE] = "Insufficient Size",
-    [NVML_ERROR_INSUFFICIENT_POWER] = "Insufficient External Power",
-    [NVML_ERROR_DRIVER_NOT_LOADED] = "Driver Not Loaded",
-    [NVML_ERROR_TIMEOUT] = "Timeout",
-    [NVML_ERROR_IRQ_ISSUE] = "Interrupt request issue",
-    [NVML_ERROR_LIBRARY_NOT_FOUND] = "NVML Shared Library Not Found",
-    [NVML_ERROR_FUNCTION_NOT_FOUND] = "Function Not Found",
-    [NVML_ERROR_CORRUPTED_INFOROM] = "Corrupted infoROM",
-    [NVML_ERROR_GPU_IS_LOST] = "GPU is lost",
-    [NVML_ERROR_RESET_REQUIRED] = "GPU requires restart",
-    [NVML_ERROR_OPERATING_SYSTEM] = "The operating system has blocked the request.",
-    [NVML_ERROR_LIB_RM_VERSION_MISMATCH] = "RM has detected an NVML/RM version mismatch.",
-    [NVML_ERROR_IN_USE] = "In use by another client",
-    [NVML_ERROR_MEMORY] = "Insufficient Memory",
-    [NVML_ERROR_NO_DATA] = "No data",
-    [NVML_ERROR_VGPU_ECC_NOT_SUPPORTED] = "vGPU operation not available while ECC is enabled",
-    [NVML_ERROR_INSUFFICIENT_RESOURCES] = "Insufficient resources",
-    [NVML_ERROR_FREQ_NOT_SUPPORTED] = "Frequency not supported",
-    [NVML_ERROR_ARGUMENT_VERSION_MISMATCH] = "Argument version mismatch",
-    [NVML_ERROR_DEPRECATED] = "Deprecated",
-    [NVML_ERROR_NOT_READY] = "Not Ready",
-    [NVML_ERROR_GPU_NOT_FOUND] = "GPU not found",
-    [NVML_ERROR_INVALID_STATE] = "Invalid state",
-    [NVML_ERROR_RESET_TYPE_NOT_SUPPORTED] = "Reset type not supported",
-};
-
-const char *gpu_nvml_return_text(int nvml_return)
-{
-    if (nvml_return >= 0 && (size_t)nvml_return < ARRAY_SIZE(return_texts) &&
-        return_texts[nvml_return])
-        return return_texts[nvml_return];
-    return "Unknown Error";
-}
-
 const char *gpu_nvml_strerror(const struct gpu_nvml *nvml, int nvml_return)
 {
     if (nvml && nvml->fn.nvmlErrorString) {
@@ -100,7 +59,7 @@ const char *gpu_nvml_strerror(const struct gpu_nvml *nvml, int nvml_return)
         if (s && s[0])
             return s;
     }
-    return gpu_nvml_return_text(nvml_return);
+    return nvml_error_text(nvml_return);
 }
 
 static void **fn_slot(struct gpu_nvml *nvml, size_t offset)
