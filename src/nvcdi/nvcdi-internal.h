@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* What the files of the nvcdi module share: the scan of a driver root. */
+#pragma once
+
+#include "nvcdi.h"
+
+/* One line of proc/driver/nvidia-caps/mig-minors: gpu<gpu>/gi<gi>[/ci<ci>]/access <minor>. */
+struct nvcdi_cap {
+    unsigned gpu; /* the GPU's minor */
+    unsigned gi;
+    int ci; /* -1 for the GPU instance's own capability */
+    unsigned minor;
+};
+
+struct nvcdi {
+    char *kind;
+    char *root;     /* "" for "/"; no trailing '/' */
+    char *dev_root; /* likewise */
+    char *hook_path;
+    unsigned strategies;
+    bool no_all_device;
+    char *driver_version;
+    char *libcuda_dir;   /* container path of libcuda's directory, or NULL */
+    struct vec nodes;    /* char *, container paths of control nodes that exist */
+    struct vec mounts;   /* char *, container paths of files to bind (libraries, tools, ...) */
+    struct vec lib_dirs; /* char *, container paths of directories holding driver libraries */
+    struct vec links;    /* char *, "libcuda.so.1::/usr/lib/.../libcuda.so" */
+    struct vec caps;     /* struct nvcdi_cap */
+};
+
+/* Scans the driver and dev roots into nv (paths and options already set). */
+_wur_ int nvcdi_scan(struct nvcdi *nv, bool need_caps, struct diag *d);
+/* Whether the device node rel ("/dev/nvidia0") exists under the dev root. */
+bool nvcdi_dev_present(const struct nvcdi *nv, const char *rel);
+/* The capability minor of GPU instance gi (ci -1) or compute instance ci of the GPU with minor
+ * gpu; -ENOENT when mig-minors has no such line. */
+_wur_ int nvcdi_cap_minor(const struct nvcdi *nv, unsigned gpu, unsigned gi, int ci, unsigned *ret);
