@@ -9,6 +9,7 @@
 
 #include "cli.h"
 #include "info.h"
+#include "nvcdi-cmd.h"
 
 #ifndef GP_VERSION
 #define GP_VERSION "unknown"
@@ -28,6 +29,7 @@ static int help_main(int argc, char **argv);
 
 static const struct command COMMANDS[] = {
     {"info", "show the node's GPUs, MIG devices and topology", info_main},
+    {"cdi", "generate CDI specs for the node's GPUs (cdi generate)", nvcdi_cmd_main},
     {"version", "print the version", version_main},
     {"help", "show this help", help_main},
 };
