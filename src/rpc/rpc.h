@@ -172,13 +172,27 @@ _wur_ int rpc_client_new(struct ev_loop *loop, const char *socket_path,
                          const struct rpc_client_options *opts, struct rpc_client **ret);
 
 /* A unary call. timeout_ms 0 means no deadline (none is sent). fn runs exactly once, on the loop,
- * never from inside this function. */
+ * never from inside this function. The deadline counts from this call, connecting included. A
+ * closed client still takes calls (they complete UNAVAILABLE); -EINVAL for a path without a leading
+ * '/', -EMSGSIZE for a request over 16 MiB, -EBUSY with 4096 calls in flight. */
 _wur_ int rpc_client_call(struct rpc_client *client, const char *path,
                           const ProtobufCMessage *request,
                           const ProtobufCMessageDescriptor *response_type, uint32_t timeout_ms,
                           rpc_reply_fn fn, void *userdata);
 
-/* Closes the connection; calls in flight complete with CANCELLED before it returns. NULL-safe. */
+/* True once new calls can only fail UNAVAILABLE: the connection failed or closed, or the server
+ * sent GOAWAY. The client never reconnects: make a new one. */
+bool rpc_client_closed(const struct rpc_client *client);
+
+/* Number of calls in flight (started, outcome not yet decided). */
+size_t rpc_client_calls(const struct rpc_client *client);
+
+/*
+ * Closes the connection; calls in flight complete with CANCELLED, and calls already decided but not
+ * yet delivered complete with their outcome, all before it returns (the one exception to "never
+ * from inside" a client function). A callback that runs then may not start calls (-ECANCELED).
+ * NULL-safe.
+ */
 struct rpc_client *rpc_client_free(struct rpc_client *client);
 DEFINE_POINTER_CLEANUP(struct rpc_client, rpc_client_free)
 
@@ -186,7 +200,8 @@ DEFINE_POINTER_CLEANUP(struct rpc_client, rpc_client_free)
  * A blocking unary call on a private loop, for command-line use: connect (connect timeout), call
  * (deadline timeout_ms), close. Returns 0 when the call completed (whatever its status, in
  * *ret_status); the caller frees *ret_response (protobuf_c_message_free_unpacked), which is set only
- * for RPC_OK. A missing socket or refused connection is a completed call with UNAVAILABLE.
+ * for RPC_OK. A missing socket or refused connection is a completed call with UNAVAILABLE. With
+ * timeout_ms 0 there is no deadline: it waits as long as the server takes to answer.
  */
 _wur_ int rpc_call_blocking(const char *socket_path, const char *path,
                             const ProtobufCMessage *request,
