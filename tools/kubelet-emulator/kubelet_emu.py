@@ -413,7 +413,9 @@ class KubeletEmulator:
                 context.abort(grpc.StatusCode.UNAVAILABLE, "kubelet is shutting down")
             res = self._resources.get(name)
             if res is None or res.removed:
+                count = res.registrations if res else 0
                 res = self._resources[name] = _Resource(name)
+                res.registrations = count
             old = res.endpoint
             res.endpoint = ep
             res.registrations += 1
