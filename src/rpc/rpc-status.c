@@ -156,7 +156,7 @@ void rpc_timeout_format(uint64_t ms, char buf[static RPC_TIMEOUT_STR_MAX])
     char unit = 'H';
 
     for (size_t i = 0; i < ARRAY_SIZE(units); i++) {
-        v = (ms + units[i].ms - 1) / units[i].ms;
+        v = ms / units[i].ms + (ms % units[i].ms != 0);
         unit = units[i].unit;
         if (v <= 99999999)
             break;
