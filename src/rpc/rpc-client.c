@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 
 #include "rpc-client-internal.h"
 #include "rpc-internal.h"
@@ -50,7 +51,7 @@ struct client_call {
     rpc_reply_fn fn;
     rpc_reply_take_fn take_fn;
     void *userdata;
-    struct ev_timer *deadline;
+    uint64_t deadline_ms; /* CLOCK_MONOTONIC; 0: none */
     struct rpc_outbuf request;
     struct rpc_msg_reader reader;
     struct rpc_header_list headers;
@@ -71,6 +72,7 @@ struct rpc_client {
     struct ev_timer *connect_timer;
     struct ev_timer *retry_timer;
     struct ev_timer *deliver_timer;
+    struct ev_timer *deadline_timer; /* one for all calls: at the earliest deadline */
     nghttp2_session *session;
     bool ready;  /* the server's SETTINGS arrived */
     bool goaway; /* no new streams on this connection */
@@ -90,7 +92,6 @@ static struct client_call *call_free(struct client_call *c)
 {
     if (!c)
         return NULL;
-    ev_timer_del(c->deadline);
     rpc_outbuf_release(&c->request);
     rpc_msg_reader_release(&c->reader);
     rpc_header_list_release(&c->headers);
@@ -173,7 +174,7 @@ static void call_complete_v(struct client_call *c, enum rpc_code code, const cha
     vsnprintf(c->status.message, sizeof(c->status.message), fmt, ap);
     if (code != RPC_OK && c->response)
         c->response = (protobuf_c_message_free_unpacked(c->response, NULL), NULL);
-    c->deadline = ev_timer_del(c->deadline);
+    c->deadline_ms = 0;
     rpc_outbuf_release(&c->request);
     rpc_msg_reader_release(&c->reader);
     rpc_header_list_release(&c->headers);
@@ -887,14 +888,43 @@ static int call_submit(struct rpc_client *cl, struct client_call *c, const char 
     return 0;
 }
 
+static uint64_t mono_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* Arms the client's deadline timer for the earliest deadline of the calls in flight. A call that
+ * ends first leaves the timer as it is: it then fires for nothing and is armed again. */
+static int deadline_arm(struct rpc_client *cl)
+{
+    uint64_t first = 0, now = mono_ms();
+
+    for (struct client_call *c = cl->calls; c; c = c->next)
+        if (c->deadline_ms && (!first || c->deadline_ms < first))
+            first = c->deadline_ms;
+    if (!first)
+        return cl->deadline_timer ? ev_timer_disarm(cl->deadline_timer) : 0;
+    return ev_timer_set(cl->deadline_timer, first > now ? first - now : 0, 0);
+}
+
 static void deadline_cb(struct ev_timer *t, uint64_t expirations, void *userdata)
 {
-    struct client_call *c = userdata;
-    struct rpc_client *cl = c->client;
+    struct rpc_client *cl = userdata;
+    uint64_t now = mono_ms();
+    struct client_call *c = cl->calls, *next;
 
-    call_abort(c, NGHTTP2_CANCEL, RPC_DEADLINE_EXCEEDED, "deadline exceeded (%" PRIu32 " ms)",
-               c->timeout_ms);
+    for (; c; c = next) {
+        next = c->next;
+        if (c->deadline_ms && c->deadline_ms <= now)
+            call_abort(c, NGHTTP2_CANCEL, RPC_DEADLINE_EXCEEDED,
+                       "deadline exceeded (%" PRIu32 " ms)", c->timeout_ms);
+    }
     conn_send(cl);
+    if (deadline_arm(cl) < 0)
+        conn_fail(cl, "connection to %s: cannot arm the deadline timer", cl->path);
 }
 
 static int call_new(struct rpc_client *cl, const ProtobufCMessage *request,
@@ -938,11 +968,12 @@ static int client_call(struct rpc_client *cl, const char *path, const ProtobufCM
     if (r < 0)
         return r;
     if (cl->state != CONN_CLOSED && !cl->goaway) {
-        if (timeout_ms > 0) {
-            r = ev_timer_add(cl->loop, timeout_ms, 0, deadline_cb, c, &c->deadline);
+        if (timeout_ms > 0 && !cl->deadline_timer) {
+            r = ev_timer_add(cl->loop, timeout_ms, 0, deadline_cb, cl, &cl->deadline_timer);
             if (r < 0)
                 return r;
         }
+        c->deadline_ms = timeout_ms > 0 ? mono_ms() + timeout_ms : 0;
         r = call_submit(cl, c, path);
         if (r < 0)
             return r;
@@ -955,7 +986,9 @@ static int client_call(struct rpc_client *cl, const char *path, const ProtobufCM
 static void client_start(struct rpc_client *cl, struct client_call *c)
 {
     call_link(cl, c);
-    if (cl->state == CONN_CLOSED)
+    if (c->deadline_ms && deadline_arm(cl) < 0)
+        call_abort(c, NGHTTP2_CANCEL, RPC_INTERNAL, "cannot arm the deadline timer");
+    else if (cl->state == CONN_CLOSED)
         call_complete(c, RPC_UNAVAILABLE, "%s", cl->reason);
     else if (cl->goaway)
         call_complete(c, RPC_UNAVAILABLE, "connection to %s: the server sent GOAWAY", cl->path);
@@ -1033,6 +1066,7 @@ struct rpc_client *rpc_client_free(struct rpc_client *client)
     for (struct client_call *c; (c = done_pop(cl));)
         call_deliver(c);
     cl->deliver_timer = ev_timer_del(cl->deliver_timer);
+    cl->deadline_timer = ev_timer_del(cl->deadline_timer);
     cl->path = (free(cl->path), NULL);
     if (!cl->delivering)
         free(cl);

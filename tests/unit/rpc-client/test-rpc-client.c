@@ -288,6 +288,56 @@ static void test_deadline(void **state)
     assert_int_equal(res.status.code, RPC_OK);
 }
 
+/* One timer serves every call: each call still ends at its own deadline, not before. */
+struct timed {
+    struct result res;
+    uint64_t t0, took;
+};
+
+static void on_timed(const struct rpc_status *status, const ProtobufCMessage *response,
+                     void *userdata)
+{
+    struct timed *t = userdata;
+
+    t->took = now_ms() - t->t0;
+    on_reply(status, response, &t->res);
+}
+
+static bool timed_done(void *arg)
+{
+    struct timed *t = arg;
+
+    for (size_t i = 0; i < 4; i++)
+        if (!t[i].res.done)
+            return false;
+    return true;
+}
+
+static void test_deadlines(void **state)
+{
+    struct fixture *f = *state;
+    static const uint32_t timeouts[] = {300, 50, 150, 0};
+    Gptest__EchoRequest req = GPTEST__ECHO_REQUEST__INIT;
+    struct timed t[4] = {0};
+
+    for (size_t i = 0; i < 4; i++) {
+        t[i].t0 = now_ms();
+        assert_int_equal(rpc_client_call(f->client,
+                                         i < 3 ? "/gptest.Peer/Silent" : "/gptest.Peer/Echo",
+                                         &req.base, &gptest__echo_reply__descriptor, timeouts[i],
+                                         on_timed, &t[i]),
+                         0);
+    }
+    run_until(f->loop, timed_done, t);
+    for (size_t i = 0; i < 3; i++) {
+        assert_int_equal(t[i].res.status.code, RPC_DEADLINE_EXCEEDED);
+        assert_true(t[i].took >= timeouts[i]);
+        assert_true(t[i].took < timeouts[i] + 3000);
+    }
+    assert_int_equal(t[3].res.status.code, RPC_OK);
+    assert_int_equal(rpc_client_calls(f->client), 0);
+}
+
 /* ---- many calls on one connection ---- */
 
 #define N_CONCURRENT 50
@@ -662,6 +712,7 @@ int main(void)
         T(test_answers),
         T(test_oversized_resets_stream),
         T(test_deadline),
+        T(test_deadlines),
         T(test_concurrent),
         T(test_goaway_refuses),
         T(test_goaway_after_answer),
