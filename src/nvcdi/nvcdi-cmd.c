@@ -9,7 +9,9 @@
 #include <errno.h>
 #include <getopt.h>
 #include <libgen.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -181,6 +183,7 @@ static int mock_driver_root(char **ret)
 {
     _cleanup_(doc_freep) struct doc *doc = NULL;
     _cleanup_free_ char *dir = NULL;
+    _cleanup_free_ char *joined = NULL;
     const char *profile = getenv("MOCK_NVML_PROFILE");
     const char *root = NULL;
     struct diag d;
@@ -197,11 +200,19 @@ static int mock_driver_root(char **ret)
     }
     if (!root)
         return 0;
-    if (root[0] == '/')
-        return (*ret = strdup(root)) ? 0 : -ENOMEM;
     dir = strdup(profile);
-    if (!dir || asprintf(ret, "%s/%s", dirname(dir), root) < 0)
+    if (!dir || asprintf(&joined, "%s/%s", dirname(dir), root) < 0) {
+        joined = NULL;
         return -ENOMEM;
+    }
+    /* Profiles say "../roots/x"; resolve it here, so the root check sees a plain path. */
+    char *real = realpath(root[0] == '/' ? root : joined, NULL);
+    if (!real) {
+        int err = errno;
+        cli_error("mock profile %s: driverRoot %s: %s", profile, root, strerror(err));
+        return -err;
+    }
+    *ret = real;
     return 0;
 }
 
