@@ -46,6 +46,7 @@ struct client_call {
     int32_t stream_id;
     bool headers_sent; /* our HEADERS went out: the stream exists on the server */
     bool got_response; /* the response headers (not trailers) were handled */
+    bool remote_ended; /* a frame with END_STREAM arrived (nghttp2 closes its side after) */
     uint32_t timeout_ms;
     const ProtobufCMessageDescriptor *response_type;
     rpc_reply_fn fn;
@@ -104,6 +105,8 @@ DEFINE_POINTER_CLEANUP(struct client_call, call_free)
 
 static struct client_call *call_find(struct rpc_client *cl, int32_t stream_id)
 {
+    if (stream_id <= 0)
+        return NULL;
     for (struct client_call *c = cl->calls; c; c = c->next)
         if (c->stream_id == stream_id)
             return c;
@@ -204,8 +207,9 @@ static bool call_stream_open(const struct client_call *c)
         return false;
     if (!c->headers_sent)
         return true;
-    return nghttp2_session_get_stream_local_close(s, c->stream_id) == 0 ||
-           nghttp2_session_get_stream_remote_close(s, c->stream_id) == 0;
+    if (nghttp2_session_get_stream_local_close(s, c->stream_id) == 0)
+        return true;
+    return !c->remote_ended && nghttp2_session_get_stream_remote_close(s, c->stream_id) == 0;
 }
 
 /* Completes the call and resets its stream with error_code if the stream is still open. */
@@ -697,7 +701,11 @@ static int on_header(nghttp2_session *session, const nghttp2_frame *frame, const
 static int on_frame_recv(nghttp2_session *session, const nghttp2_frame *frame, void *userdata)
 {
     struct rpc_client *cl = userdata;
-    struct client_call *c;
+    struct client_call *c = call_find(cl, frame->hd.stream_id);
+
+    if (c && (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) &&
+        (frame->hd.type == NGHTTP2_HEADERS || frame->hd.type == NGHTTP2_DATA))
+        c->remote_ended = true;
 
     switch (frame->hd.type) {
     case NGHTTP2_SETTINGS:
@@ -711,13 +719,11 @@ static int on_frame_recv(nghttp2_session *session, const nghttp2_frame *frame, v
         cl->goaway = true;
         return 0;
     case NGHTTP2_HEADERS:
-        c = call_find(cl, frame->hd.stream_id);
         if (c)
             on_headers(c, frame);
         return 0;
     case NGHTTP2_DATA:
-        c = call_find(cl, frame->hd.stream_id);
-        if (c && (frame->hd.flags & NGHTTP2_FLAG_END_STREAM))
+        if (c && c->remote_ended)
             call_abort(c, NGHTTP2_NO_ERROR, RPC_INTERNAL,
                        "server closed the stream without sending trailers");
         return 0;

@@ -184,6 +184,11 @@ static void test_echo(void **state)
     assert_string_equal(s->timeout, "");
     assert_false(rpc_client_closed(f->client));
     assert_int_equal(rpc_client_calls(f->client), 0);
+    /* A stream that ended normally is not reset (a second call makes sure the peer has read all
+     * the first one sent). */
+    res = call(f, "Echo", "again", 0, 0, 0);
+    assert_int_equal(res.status.code, RPC_OK);
+    assert_int_equal(s->rst_cancel + s->rst_other, 0);
 }
 
 static void test_timeout_header(void **state)
