@@ -227,7 +227,7 @@ static int list_matching(const char *root, const char *dir, const char *prefix, 
             r = push_str(ret, de->d_name);
     }
     closedir(dp);
-    if (r >= 0)
+    if (r >= 0 && ret->len > 1)
         qsort(ret->items, ret->len, sizeof(char *), cmp_str);
     return r;
 }
