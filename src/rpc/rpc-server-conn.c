@@ -158,6 +158,9 @@ static void conn_io_cb(struct ev_io *io, int fd, uint32_t revents, void *userdat
     }
     if ((revents & (EV_READ | EV_HUP | EV_ERROR)) && !conn_read(conn)) {
         log_debug(5, "rpc: connection closed", "fd", LOG_INT(fd));
+        /* What the last bytes asked for still goes out: a peer that only shut down its writing
+         * side reads it; for one that is gone the write just fails. */
+        rpc_conn_flush(conn);
         rpc_conn_kill(conn);
         return;
     }

@@ -9,7 +9,8 @@
  * now or later; a streaming handler keeps the call and sends messages whenever it likes until it
  * finishes the call or is told the client went away.
  *
- * Client: unary calls over one connection, asynchronous on a loop, or blocking for command-line use.
+ * Client: unary calls over one connection, asynchronous on a loop, or blocking for command-line
+ * use.
  */
 #pragma once
 
@@ -71,15 +72,16 @@ struct rpc_server_options {
 /*
  * A method handler. request is the decoded request message, owned by the call (valid until the call
  * ends). A unary handler answers with rpc_call_reply() or rpc_call_finish(), at once or later from
- * any loop callback; a streaming handler sends with rpc_call_send() and ends with rpc_call_finish().
+ * any loop callback; a streaming handler sends with rpc_call_send() and ends with
+ * rpc_call_finish().
  */
 typedef void (*rpc_handler_fn)(struct rpc_call *call, const ProtobufCMessage *request,
                                void *userdata);
 
 struct rpc_method {
-    const char *path;                             /* "/<package>.<Service>/<Method>" */
-    const ProtobufCMessageDescriptor *request;    /* how to decode the request */
-    const ProtobufCMessageDescriptor *response;   /* what handlers send (checked) */
+    const char *path;                           /* "/<package>.<Service>/<Method>" */
+    const ProtobufCMessageDescriptor *request;  /* how to decode the request */
+    const ProtobufCMessageDescriptor *response; /* what handlers send (checked) */
     bool server_streaming;
     rpc_handler_fn handler;
     void *userdata;
@@ -108,7 +110,7 @@ _wur_ int rpc_server_listen(struct rpc_server *srv, const char *path, struct dia
 void rpc_server_shutdown(struct rpc_server *srv, void (*done)(void *userdata), void *userdata);
 
 /* Immediate stop: closes every connection (calls are cancelled), removes this server's sockets,
- * frees. NULL-safe; returns NULL. */
+ * frees. Not from inside a handler or cancel callback of this server. NULL-safe; returns NULL. */
 struct rpc_server *rpc_server_free(struct rpc_server *srv);
 DEFINE_POINTER_CLEANUP(struct rpc_server, rpc_server_free)
 
@@ -131,11 +133,17 @@ const char *rpc_call_header(const struct rpc_call *call, const char *name);
 /*
  * Sends one response message (streaming calls; a unary call uses rpc_call_reply). The message is
  * serialised at once, so the caller keeps ownership. -ECANCELED if the call has ended on the client
- * side (the cancel callback has run or is about to), -EMSGSIZE over max_send_message.
+ * side (the cancel callback has run or is about to) or the server ended it (deadline), -EMSGSIZE
+ * over max_send_message, -EINVAL for a unary call or a message of another type than the method's
+ * response, -ENOBUFS when about two messages of the largest size are still queued because the
+ * client does not read. Never calls back into the handler: the bytes go out from the loop.
  */
 _wur_ int rpc_call_send(struct rpc_call *call, const ProtobufCMessage *msg);
 
-/* Unary answer: the response message, then status OK. Ends the call (call is freed). */
+/* Unary answer: the response message, then status OK. Ends the call (call is freed) whatever it
+ * returns: -ECANCELED when the client is gone (nothing is sent), -EMSGSIZE when the message is over
+ * max_send_message (the call then ends RESOURCE_EXHAUSTED), -EINVAL for a wrong message type (ends
+ * INTERNAL). */
 _wur_ int rpc_call_reply(struct rpc_call *call, const ProtobufCMessage *msg);
 
 /* Ends the call with a status (trailers-only when nothing was sent). Frees the call. Returns 0 even
@@ -146,6 +154,9 @@ int rpc_call_finish(struct rpc_call *call, enum rpc_code code, const char *fmt, 
  * Called once when the call ends without the handler finishing it: the client cancelled
  * (RST_STREAM), disconnected, the deadline passed, or the server is shutting down. After the
  * callback returns the call is freed: the handler drops its pointer and does not finish it.
+ * A handler that keeps a call past its own return should set this: without it, a call whose
+ * client is gone stays allocated until the handler finishes it (rpc_call_send says -ECANCELED),
+ * and rpc_server_free() frees it regardless.
  */
 void rpc_call_on_cancel(struct rpc_call *call, void (*fn)(struct rpc_call *call, void *userdata),
                         void *userdata);
@@ -199,9 +210,9 @@ DEFINE_POINTER_CLEANUP(struct rpc_client, rpc_client_free)
 /*
  * A blocking unary call on a private loop, for command-line use: connect (connect timeout), call
  * (deadline timeout_ms), close. Returns 0 when the call completed (whatever its status, in
- * *ret_status); the caller frees *ret_response (protobuf_c_message_free_unpacked), which is set only
- * for RPC_OK. A missing socket or refused connection is a completed call with UNAVAILABLE. With
- * timeout_ms 0 there is no deadline: it waits as long as the server takes to answer.
+ * *ret_status); the caller frees *ret_response (protobuf_c_message_free_unpacked), which is set
+ * only for RPC_OK. A missing socket or refused connection is a completed call with UNAVAILABLE.
+ * With timeout_ms 0 there is no deadline: it waits as long as the server takes to answer.
  */
 _wur_ int rpc_call_blocking(const char *socket_path, const char *path,
                             const ProtobufCMessage *request,
