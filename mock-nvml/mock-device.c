@@ -191,7 +191,7 @@ const char *mock_nvml_profile_error(void)
 
 const char *nvmlErrorString(nvmlReturn_t result)
 {
-    return nvml_error_text(result);
+    return nvml_error_text((int)result);
 }
 
 /* ---- system ---- */
