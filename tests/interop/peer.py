@@ -23,7 +23,9 @@ C peer (rpc-peer), so the tests drive all of them alike:
 Generated modules come from tests/integration/kubeproto.py (cached under $GPUPLANE_BUILD/pyproto).
 """
 import argparse
+import faulthandler
 import json
+import os
 import pathlib
 import signal
 import sys
@@ -124,12 +126,16 @@ def serve(args):
     pb_grpc.add_InteropServicer_to_server(Interop(stopping), server)
     server.add_insecure_port(f"unix:{args.socket}")
     signal.signal(signal.SIGTERM, lambda *_: stopping.set())
+    faulthandler.register(signal.SIGUSR1, all_threads=True)  # stacks on stderr, for hangs
     server.start()
     print("ready", flush=True)
     while not stopping.wait(1):
         pass
     server.stop(grace=5).wait()
-    return 0
+    # Leave without the interpreter's exit handlers: grpcio 1.51 sometimes keeps them joining its
+    # threads for ~10 s after a stopped server handled a large message.
+    sys.stdout.flush()
+    os._exit(0)
 
 
 # ---- client ----
