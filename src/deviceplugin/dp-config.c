@@ -292,7 +292,7 @@ int dp_config_init(struct dp_config *cfg)
     *cfg = (struct dp_config){
         .fail_on_init_error = true,
         .device_list_strategy = DP_LIST_ENVVAR,
-        .health = {.enabled = true, .probe_interval_ms = 5000},
+        .health = {.enabled = true, .probe_interval_ms = 5000, .recovery_window_ms = 60000},
     };
     cli_common_init(&cfg->common);
     for (size_t i = 0; i < ARRAY_SIZE(default_ignored_xids); i++)

@@ -106,8 +106,8 @@ struct dp_health {
     bool enabled;                   /* false: DP_DISABLE_HEALTHCHECKS=all|xids, health.enabled */
     uint64_t ignored[DP_XID_WORDS]; /* XIDs that never make a device unhealthy; others are fatal */
     unsigned probe_interval_ms;     /* one NVML event wait; NVIDIA's 5000 */
-    unsigned long recovery_window_ms; /* healthy again after this long without a fatal XID; 0 =
-                                         never (NVIDIA) */
+    unsigned long recovery_window_ms; /* healthy again after this long without a fatal XID;
+                                         default 60 s; 0 = never (NVIDIA's behaviour) */
 };
 
 struct dp_config {

@@ -25,10 +25,12 @@ static void test_defaults(void **state)
         "\"nvidiaCTKPath\":\"/usr/bin/nvidia-ctk\",\"passDeviceSpecs\":false,"
         "\"sharedDevicesAllocationPolicy\":\"distributed\"},\"useNodeFeatureAPI\":false},"
         "\"health\":{\"enabled\":true,\"ignoredXids\":[13,31,43,45,68,109],"
-        "\"probeInterval\":\"5s\",\"recoveryWindow\":\"0s\"},"
+        "\"probeInterval\":\"5s\",\"recoveryWindow\":\"1m\"},"
         "\"imex\":{\"channelIDs\":[],\"required\":false},"
         "\"resources\":{\"gpus\":[],\"mig\":[]},\"sharing\":{},\"version\":\"v1\"}");
     free(got);
+    /* gpuplane's default: unhealthy devices may recover after a quiet minute (0 = never). */
+    assert_int_equal(cfg.health.recovery_window_ms, 60000);
     assert_null(dp_config_sharing(&cfg));
     assert_true(dp_health_xid_ignored(&cfg.health, 13));
     assert_true(dp_health_xid_ignored(&cfg.health, 109));
@@ -154,6 +156,7 @@ static const struct ok_case ok_cases[] = {
     {"health:\n  probeInterval: 1m30s\n", "health.probeInterval", "\"90s\""},
     {"health:\n  recoveryWindow: 2h\n", "health.recoveryWindow", "\"2h\""},
     {"health:\n  recoveryWindow: \"0\"\n", "health.recoveryWindow", "\"0s\""},
+    {"health:\n  recoveryWindow: 0s\n", "health.recoveryWindow", "\"0s\""},
 };
 
 static void test_ok_cases(void **state)
