@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "dp.h"
 #include "info.h"
 #include "nvcdi-cmd.h"
 
@@ -30,6 +31,7 @@ static int help_main(int argc, char **argv);
 static const struct command COMMANDS[] = {
     {"info", "show the node's GPUs, MIG devices and topology", info_main},
     {"cdi", "generate CDI specs for the node's GPUs (cdi generate)", nvcdi_cmd_main},
+    {"device-plugin", "the kubelet device plugin for NVIDIA GPUs", dp_main},
     {"version", "print the version", version_main},
     {"help", "show this help", help_main},
 };
