@@ -50,7 +50,8 @@ struct dp_registrar;
  * kubelet_socket. */
 _wur_ int dp_registrar_new(struct ev_loop *loop, const char *kubelet_socket, const char *resource,
                            const char *endpoint, struct dp_registrar **ret);
-/* Registers now, dropping an attempt in flight and resetting the back-off; failures are retried
+/* Registers now, resetting the back-off, unless a call to the same kubelet.sock (same inode and
+ * ctime) is already in flight; an attempt to an older kubelet is dropped. Failures are retried
  * with back-off (100 ms doubling to 30 s) forever. */
 void dp_registrar_start(struct dp_registrar *r);
 bool dp_registrar_registered(const struct dp_registrar *r);

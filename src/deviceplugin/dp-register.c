@@ -28,7 +28,9 @@ struct dp_registrar {
     struct ev_timer *retry;
     unsigned backoff_ms;
     bool registered;
-    bool dropping; /* completions of a client being freed are not outcomes */
+    bool dropping;            /* completions of a client being freed are not outcomes */
+    bool in_flight;           /* a Register call is outstanding */
+    struct dp_file_id target; /* the kubelet.sock the outstanding call went to */
     uint64_t started_ms;
 };
 
@@ -69,6 +71,7 @@ static void on_reply(const struct rpc_status *st, const ProtobufCMessage *resp, 
     struct dp_registrar *r = userdata;
     if (r->dropping)
         return;
+    r->in_flight = false;
     release_client_later(r);
     if (st->code == RPC_OK) {
         r->registered = true;
@@ -78,7 +81,8 @@ static void on_reply(const struct rpc_status *st, const ProtobufCMessage *resp, 
         return;
     }
     log_warn("registration with the kubelet failed", "resource", r->resource, "code",
-             rpc_code_name(st->code), "message", st->message, "retry_ms", LOG_INT(r->backoff_ms));
+             rpc_code_name((int)st->code), "message", st->message, "retry_ms",
+             LOG_INT(r->backoff_ms));
     retry_later(r);
 }
 
@@ -92,11 +96,14 @@ static void attempt(struct dp_registrar *r)
     req.resource_name = r->resource;
     req.options = &opts;
     drop_client(r);
+    r->in_flight = false;
     r->started_ms = ev_loop_now_ms(r->loop);
+    dp_file_id_get(r->kubelet_socket, &r->target);
     int ret = rpc_client_new(r->loop, r->kubelet_socket, NULL, &r->client);
     if (ret >= 0)
         ret = rpc_client_call(r->client, REGISTER_PATH, &req.base, &v1beta1__empty__descriptor,
                               REGISTER_TIMEOUT_MS, on_reply, r);
+    r->in_flight = ret >= 0;
     if (ret < 0) {
         log_warn("cannot call the kubelet", "resource", r->resource, "error", strerror(-ret));
         drop_client(r);
@@ -133,6 +140,10 @@ int dp_registrar_new(struct ev_loop *loop, const char *kubelet_socket, const cha
 
 void dp_registrar_start(struct dp_registrar *r)
 {
+    struct dp_file_id now;
+    dp_file_id_get(r->kubelet_socket, &now);
+    if (r->in_flight && now.exists && dp_file_id_equal(&now, &r->target))
+        return; /* already asking this very kubelet */
     r->registered = false;
     r->backoff_ms = BACKOFF_FIRST_MS;
     if (ev_timer_disarm(r->retry) < 0)
