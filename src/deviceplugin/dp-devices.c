@@ -91,20 +91,22 @@ static int push_unit(struct vec *units, unsigned gpu, int mig, const char *base)
     return vec_push(units, &u);
 }
 
-/* MIG single: every GPU MIG-enabled with devices, all of one profile (NVIDIA's checks). */
+/* MIG single, NVIDIA's checks in NVIDIA's order: no mix of MIG-enabled and MIG-disabled GPUs,
+ * MIG devices on every GPU, and all of one profile. */
 static int check_single(const struct gpu_inventory *inv, struct diag *d)
 {
     const char *profile = NULL;
     for (size_t i = 0; i < inv->n_devices; i++) {
         const struct gpu_device *dev = &inv->devices[i];
-        if (!dev->uuid[0])
-            continue;
-        if (!dev->mig_enabled)
+        if (dev->uuid[0] && !dev->mig_enabled)
             return diag_fail(d, -EINVAL,
                              "mig-strategy single: GPU %u has MIG disabled while others have it "
                              "enabled",
                              dev->index);
-        if (dev->n_migs == 0)
+    }
+    for (size_t i = 0; i < inv->n_devices; i++) {
+        const struct gpu_device *dev = &inv->devices[i];
+        if (dev->uuid[0] && dev->n_migs == 0)
             return diag_fail(d, -EINVAL, "mig-strategy single: GPU %u has no MIG devices",
                              dev->index);
         for (size_t m = 0; m < dev->n_migs; m++) {
