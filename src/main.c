@@ -45,7 +45,7 @@ static void print_usage(FILE *out)
           "Commands:\n",
           out);
     for (size_t i = 0; i < ARRAY_SIZE(COMMANDS); i++)
-        fprintf(out, "  %-10s %s\n", COMMANDS[i].name, COMMANDS[i].summary);
+        fprintf(out, "  %-14s %s\n", COMMANDS[i].name, COMMANDS[i].summary);
     fputs("\n"
           "Run 'gpuplane COMMAND --help' for a command's options. Every command accepts\n"
           "--mock PROFILE to run against a simulated node (e.g. --mock dgx-h100).\n",

@@ -41,8 +41,8 @@ static int parse(int argc, char **argv, struct dp_config *cfg)
     }
     r = dp_config_parse_args(argc, argv, cfg, &d);
     if (r == -EINVAL) {
-        if (d.msg[0])
-            cli_usage_error(COMMAND, "%s", d.msg);
+        if (d.msg[0]) /* already ends with the pointer to --help */
+            fprintf(stderr, "gpuplane " COMMAND ": %s\n", d.msg);
         return CLI_EXIT_USAGE;
     }
     if (r < 0) {
