@@ -125,6 +125,8 @@ void dp_plugin_broadcast(struct dp_plugin *p)
     for (size_t i = p->streams.len; i-- > 0;)
         send_snapshot(p, *VEC_AT(&p->streams, struct rpc_call *, i), &s);
     snapshot_release(&s);
+    log_debug(4, "ListAndWatch update queued", "resource", p->res->name, "streams",
+              LOG_INT(p->streams.len));
 }
 
 static void on_list_and_watch(struct rpc_call *call, const ProtobufCMessage *req, void *userdata)

@@ -154,6 +154,8 @@ static void *wait_loop(void *userdata)
         nvmlReturn_t r =
             NVML_CALL(h->nvml, nvmlEventSetWait_v2, h->set, &data, h->opts.wait_timeout_ms);
         if (r == NVML_SUCCESS) {
+            log_debug(4, "NVML event received", "type", LOG_INT(data.eventType), "data",
+                      LOG_INT(data.eventData));
             post_event(h, &data);
         } else if (r != NVML_ERROR_TIMEOUT) {
             /* The driver's plugin takes a failed wait as every GPU unhealthy; the caller decides.
