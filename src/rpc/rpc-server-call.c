@@ -266,6 +266,9 @@ static void fail_unknown_method(struct rpc_call *call, const char *path)
                       (int)(slash - sm), sm);
 }
 
+/* Records the deadline. The timer is armed only if the call is still open when the I/O callback
+ * that read its headers unwinds (rpc_conn_arm_deadlines): a handler that answers at once, the usual
+ * unary call, costs no timer at all. */
 static int start_deadline(struct rpc_call *call, const char *timeout)
 {
     uint64_t ms;
@@ -275,7 +278,29 @@ static int start_deadline(struct rpc_call *call, const char *timeout)
     if (r < 0)
         return r;
     call->deadline_ms = ev_loop_now_ms(call->srv->loop) + ms;
-    return ev_timer_add(call->srv->loop, ms, 0, deadline_cb, call, &call->timer);
+    call->conn->deadlines_pending = true;
+    return 0;
+}
+
+void rpc_conn_arm_deadlines(struct rpc_conn *conn)
+{
+    uint64_t now = ev_loop_now_ms(conn->srv->loop);
+    struct rpc_call *call, *next;
+
+    if (!conn->deadlines_pending)
+        return;
+    conn->deadlines_pending = false;
+    /* A cancel callback (from the abort below) may finish other calls of this connection, which
+     * only submits to nghttp2 (the stream stays open, so does the list), but keep the next link
+     * first anyway. */
+    for (call = conn->calls; call; call = next) {
+        next = call->next;
+        if (call->deadline_ms == 0 || call->timer || call->ended)
+            continue;
+        if (ev_timer_add(conn->srv->loop, call->deadline_ms > now ? call->deadline_ms - now : 0, 0,
+                         deadline_cb, call, &call->timer) < 0)
+            rpc_call_abort(call, RPC_RESOURCE_EXHAUSTED, "grpc: cannot arm the deadline timer");
+    }
 }
 
 /* The request headers are complete: check them in grpc-go's order and route the call. */

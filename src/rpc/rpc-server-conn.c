@@ -16,8 +16,11 @@
 #define READ_CHUNK 16384
 /* Reads per wake-up, so one busy connection cannot starve the others. */
 #define READ_BATCH 8
-/* The unsent tail of one nghttp2_session_mem_send chunk; never more is queued. */
-#define OUT_CAP ((size_t)1 << 20)
+/* Output gathered from nghttp2_session_mem_send before one write. */
+#define OUT_BATCH ((size_t)64 << 10)
+/* The unsent tail of one batch (OUT_BATCH plus at most one mem_send chunk); never more is
+ * queued. */
+#define OUT_CAP (OUT_BATCH + ((size_t)1 << 20))
 /* The PING after the shutdown notice: its ACK tells the client has seen the notice. */
 static const uint8_t shutdown_ping[8] = {'g', 'p', 'd', 'r', 'a', 'i', 'n', '!'};
 
@@ -60,27 +63,34 @@ static int conn_write_out(struct rpc_conn *conn)
     return 0;
 }
 
+/* Gathers what nghttp2 has to send, frame after frame, up to OUT_BATCH bytes (plus one chunk), and
+ * writes it with one send: a unary answer (HEADERS, DATA, trailers, and often a PING ACK or a
+ * WINDOW_UPDATE) is one write, hence one wake-up of the peer, instead of one per frame. Output is
+ * only gathered once the socket took everything before it. */
 static int conn_send(struct rpc_conn *conn)
 {
     for (;;) {
-        const uint8_t *data = NULL;
-        ssize_t n;
-        int r;
+        int r = conn_write_out(conn);
 
-        r = conn_write_out(conn);
         if (r < 0)
             return r;
         if (conn->out.len > 0)
             return 0;
-        n = nghttp2_session_mem_send(conn->session, &data);
-        if (n < 0)
-            return -EPROTO;
-        if (n == 0)
+        while (conn->out.len < OUT_BATCH) {
+            const uint8_t *data = NULL;
+            ssize_t n = nghttp2_session_mem_send(conn->session, &data);
+
+            if (n < 0)
+                return -EPROTO;
+            if (n == 0)
+                break;
+            /* data lives until the next mem_send: copy it. */
+            r = strbuf_add(&conn->out, data, (size_t)n);
+            if (r < 0)
+                return r;
+        }
+        if (conn->out.len == 0)
             return 0;
-        /* data lives until the next mem_send: queue it, the loop above writes it at once. */
-        r = strbuf_add(&conn->out, data, (size_t)n);
-        if (r < 0)
-            return r;
     }
 }
 
@@ -164,6 +174,7 @@ static void conn_io_cb(struct ev_io *io, int fd, uint32_t revents, void *userdat
         rpc_conn_kill(conn);
         return;
     }
+    rpc_conn_arm_deadlines(conn);
     rpc_conn_flush(conn);
 }
 

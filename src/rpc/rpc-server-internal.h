@@ -56,6 +56,7 @@ struct rpc_conn {
     bool goaway_final;      /* the last-stream GOAWAY has been submitted */
     bool notice_sent;
     bool flush_pending; /* output submitted outside the I/O callback: the reaper flushes it */
+    bool deadlines_pending; /* a call got a deadline whose timer is not armed yet */
 };
 
 struct rpc_call {
@@ -130,3 +131,6 @@ void rpc_call_abort(struct rpc_call *call, enum rpc_code code, const char *messa
 void rpc_call_fail(struct rpc_call *call, unsigned http_status, enum rpc_code code, const char *fmt,
                    ...) _printf_(4, 5);
 void rpc_call_set_callbacks(nghttp2_session_callbacks *cbs);
+/* Arms the deadline timers of the calls that got one while reading and are still open; only from
+ * the I/O callback, once nghttp2 has returned (an abort here runs a cancel callback). */
+void rpc_conn_arm_deadlines(struct rpc_conn *conn);
