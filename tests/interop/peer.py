@@ -19,17 +19,26 @@ C peer (rpc-peer), so the tests drive all of them alike:
   peer.py many --socket PATH --connections N
       N connections, each connected first, then one Echo each, all at once; prints
       {"ok", "codes"}.
+  peer.py bench --socket PATH [--calls N] [--warmup W] [--connections C] [--payload-size B]
+                [--time-limit-s S]
+      For bench/rpc: C connections (one channel each), W untimed Echo calls on each, then N
+      sequential Echo calls of a B-byte payload on each, all connections at once, every call timed
+      on the monotonic clock. Prints {"client", "connections", "calls", "errors", "payload_size",
+      "seconds", "calls_per_s", "p50_us", "p99_us", "p999_us", "max_us", "mean_us"} (percentiles
+      nearest-rank over all timed calls). The time limit ends the run early.
 
 Generated modules come from tests/integration/kubeproto.py (cached under $GPUPLANE_BUILD/pyproto).
 """
 import argparse
 import faulthandler
 import json
+import math
 import os
 import pathlib
 import signal
 import sys
 import threading
+import time
 from concurrent import futures
 
 HERE = pathlib.Path(__file__).resolve().parent
@@ -243,10 +252,73 @@ def many(args):
     return 0
 
 
+def percentile_us(sorted_ns, p):
+    """Nearest-rank percentile of sorted nanoseconds, in microseconds."""
+    if not sorted_ns:
+        return 0.0
+    i = min(max(math.ceil(p * len(sorted_ns)) - 1, 0), len(sorted_ns) - 1)
+    return sorted_ns[i] / 1e3
+
+
+def bench(args):
+    deadline = time.monotonic() + args.time_limit_s
+    channels = [channel(args.socket, local=True) for _ in range(args.connections)]
+    request = pb.EchoRequest(payload=b"p" * args.payload_size)
+    latencies = [[] for _ in channels]
+    errors = []
+    try:
+        for ch in channels:
+            grpc.channel_ready_future(ch).result(timeout=max(deadline - time.monotonic(), 0.1))
+        stubs = [pb_grpc.InteropStub(ch) for ch in channels]
+
+        def run(i, n, record):
+            echo, out = stubs[i].Echo, latencies[i]
+            clock = time.perf_counter_ns  # monotonic
+            try:
+                for _ in range(n):
+                    if time.monotonic() > deadline:
+                        break
+                    t = clock()
+                    reply = echo(request, timeout=30)
+                    d = clock() - t
+                    if len(reply.payload) != args.payload_size:
+                        raise ValueError(f"reply payload {len(reply.payload)} bytes")
+                    if record:
+                        out.append(d)
+            except (grpc.RpcError, ValueError) as e:
+                errors.append(str(e))
+
+        def phase(n, record):
+            threads = [threading.Thread(target=run, args=(i, n, record))
+                       for i in range(len(stubs))]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+
+        phase(args.warmup, False)
+        start = time.perf_counter()
+        phase(args.calls, True)
+        seconds = time.perf_counter() - start
+    finally:
+        for ch in channels:
+            ch.close()
+    for e in errors:
+        print("call:", e, file=sys.stderr)
+    all_ns = sorted(d for out in latencies for d in out)
+    emit({"client": "python", "connections": len(channels), "calls": len(all_ns),
+          "errors": len(errors), "payload_size": args.payload_size, "seconds": seconds,
+          "calls_per_s": len(all_ns) / seconds if seconds > 0 else 0.0,
+          "p50_us": percentile_us(all_ns, 0.50), "p99_us": percentile_us(all_ns, 0.99),
+          "p999_us": percentile_us(all_ns, 0.999), "max_us": percentile_us(all_ns, 1),
+          "mean_us": sum(all_ns) / len(all_ns) / 1e3 if all_ns else 0.0})
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="mode", required=True)
-    for mode in ("serve", "call", "count", "many"):
+    for mode in ("serve", "call", "count", "many", "bench"):
         p = sub.add_parser(mode)
         p.add_argument("--socket", required=True)
         if mode == "call":
@@ -266,8 +338,15 @@ def main():
             p.add_argument("--cancel-after", type=int, default=0)
         elif mode == "many":
             p.add_argument("--connections", type=int, default=100)
+        elif mode == "bench":
+            p.add_argument("--calls", type=int, default=10000)
+            p.add_argument("--warmup", type=int, default=1000)
+            p.add_argument("--connections", type=int, default=1)
+            p.add_argument("--payload-size", type=int, default=64)
+            p.add_argument("--time-limit-s", type=float, default=120)
     args = ap.parse_args()
-    return {"serve": serve, "call": call, "count": count, "many": many}[args.mode](args)
+    return {"serve": serve, "call": call, "count": count, "many": many,
+            "bench": bench}[args.mode](args)
 
 
 if __name__ == "__main__":

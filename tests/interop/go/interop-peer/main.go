@@ -10,12 +10,18 @@
 //	                   [--timeout-ms N]
 //	interop-peer count --socket PATH [--count N] [--interval-ms N] [--streams K] [--cancel-after M]
 //	interop-peer many  --socket PATH --connections N
+//	interop-peer bench --socket PATH [--calls N] [--warmup W] [--connections C] [--payload-size B]
+//	                   [--time-limit-s S]
+//	interop-peer hold  --socket PATH --connections N [--time-limit-s S]
+//
+// bench and hold are for bench/rpc (see peer.py for what they print).
 //
 // It dials unix sockets the way the kubelet does: a context dialer and the authority "localhost".
 // Built in GOPATH mode by tests/interop/build-go-peer.sh against Debian's grpc-go.
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
@@ -24,6 +30,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -337,9 +344,163 @@ func many(socket string, n uint) int {
 	return 0
 }
 
+// dialAll opens n connections (one ClientConn, hence one transport, each), blocking until each is
+// up.
+func dialAll(ctx context.Context, socket string, n uint) ([]*grpc.ClientConn, error) {
+	conns := make([]*grpc.ClientConn, 0, n)
+	for i := uint(0); i < n; i++ {
+		conn, err := dial(ctx, socket, true)
+		if err != nil {
+			for _, c := range conns {
+				c.Close()
+			}
+			return nil, err
+		}
+		conns = append(conns, conn)
+	}
+	return conns, nil
+}
+
+// percentileUs is the nearest-rank percentile of sorted durations, in microseconds.
+func percentileUs(sorted []time.Duration, p float64) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(p*float64(len(sorted))+0.999999) - 1
+	if i < 0 {
+		i = 0
+	}
+	if i >= len(sorted) {
+		i = len(sorted) - 1
+	}
+	return float64(sorted[i].Nanoseconds()) / 1e3
+}
+
+// bench: a closed loop per connection. Each of C connections makes W warm-up Echo calls, then all
+// of them make N sequential calls at once, each timed on the monotonic clock (time.Since); prints
+// one JSON line with the latency percentiles over all calls and the calls per second of the timed
+// phase. The time limit ends the run early (the result says how many calls were made).
+func bench(socket string, calls, warmup, nconns, payloadSize, limitS uint) int {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(limitS)*time.Second)
+	defer cancel()
+	conns, err := dialAll(ctx, socket, nconns)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "dial:", err)
+		return 1
+	}
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	req := &pb.EchoRequest{Payload: bytes.Repeat([]byte("p"), int(payloadSize))}
+	lat := make([][]time.Duration, len(conns))
+	errs := make([]error, len(conns))
+	run := func(n uint, record bool) {
+		var wg sync.WaitGroup
+		for i, conn := range conns {
+			wg.Add(1)
+			go func(i int, client pb.InteropClient) {
+				defer wg.Done()
+				l := make([]time.Duration, 0, n)
+				for j := uint(0); j < n && ctx.Err() == nil; j++ {
+					t := time.Now()
+					r, err := client.Echo(ctx, req)
+					d := time.Since(t)
+					if err == nil && len(r.Payload) != len(req.Payload) {
+						err = fmt.Errorf("reply payload %d bytes, want %d", len(r.Payload), len(req.Payload))
+					}
+					if err != nil {
+						errs[i] = err
+						return
+					}
+					l = append(l, d)
+				}
+				if record {
+					lat[i] = l
+				}
+			}(i, pb.NewInteropClient(conn))
+		}
+		wg.Wait()
+	}
+	run(warmup, false)
+	start := time.Now()
+	run(calls, true)
+	elapsed := time.Since(start)
+	var all []time.Duration
+	for _, l := range lat {
+		all = append(all, l...)
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i] < all[j] })
+	var sum time.Duration
+	for _, d := range all {
+		sum += d
+	}
+	nerr := 0
+	for _, e := range errs {
+		if e != nil {
+			nerr++
+			fmt.Fprintln(os.Stderr, "call:", e)
+		}
+	}
+	mean := 0.0
+	if len(all) > 0 {
+		mean = float64(sum.Nanoseconds()) / 1e3 / float64(len(all))
+	}
+	emit(map[string]interface{}{
+		"client":       "go",
+		"connections":  len(conns),
+		"calls":        len(all),
+		"errors":       nerr,
+		"payload_size": payloadSize,
+		"seconds":      elapsed.Seconds(),
+		"calls_per_s":  float64(len(all)) / elapsed.Seconds(),
+		"p50_us":       percentileUs(all, 0.50),
+		"p99_us":       percentileUs(all, 0.99),
+		"p999_us":      percentileUs(all, 0.999),
+		"max_us":       percentileUs(all, 1),
+		"mean_us":      mean,
+	})
+	return 0
+}
+
+// hold: opens n connections, makes one Echo on each, prints {"ok": n}, then keeps them open until
+// stdin reaches end of file or the time limit passes.
+func hold(socket string, n, limitS uint) int {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(limitS)*time.Second)
+	defer cancel()
+	conns, err := dialAll(ctx, socket, n)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "dial:", err)
+		return 1
+	}
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	ok := 0
+	for _, conn := range conns {
+		if _, err := pb.NewInteropClient(conn).Echo(ctx, &pb.EchoRequest{Text: "hold"}); err == nil {
+			ok++
+		}
+	}
+	emit(map[string]interface{}{"ok": ok})
+	eof := make(chan struct{})
+	go func() {
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		close(eof)
+	}()
+	select {
+	case <-eof:
+	case <-ctx.Done():
+	}
+	return 0
+}
+
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: interop-peer serve|call|count|many --socket PATH [options]")
+		fmt.Fprintln(os.Stderr, "usage: interop-peer serve|call|count|many|bench|hold --socket PATH [options]")
 		os.Exit(2)
 	}
 	mode := os.Args[1]
@@ -359,7 +520,13 @@ func main() {
 	interval := fs.Uint("interval-ms", 10, "Count interval")
 	streams := fs.Uint("streams", 1, "concurrent Count streams")
 	cancelAfter := fs.Uint("cancel-after", 0, "cancel each stream after this many messages")
-	conns := fs.Uint("connections", 100, "connections for many")
+	conns := fs.Uint("connections", 100, "connections for many, bench (default 1) and hold")
+	calls := fs.Uint("calls", 10000, "bench: timed calls per connection")
+	warmup := fs.Uint("warmup", 1000, "bench: untimed calls per connection first")
+	limitS := fs.Uint("time-limit-s", 120, "bench, hold: give up after this many seconds")
+	if mode == "bench" {
+		*conns = 1
+	}
 	_ = fs.Parse(os.Args[2:])
 	if *socket == "" {
 		fmt.Fprintln(os.Stderr, "--socket is required")
@@ -374,6 +541,10 @@ func main() {
 		os.Exit(count(*socket, *n, *interval, *streams, *cancelAfter))
 	case "many":
 		os.Exit(many(*socket, *conns))
+	case "bench":
+		os.Exit(bench(*socket, *calls, *warmup, *conns, a.payloadSize, *limitS))
+	case "hold":
+		os.Exit(hold(*socket, *conns, *limitS))
 	}
 	fmt.Fprintln(os.Stderr, "unknown mode", mode)
 	os.Exit(2)
