@@ -304,13 +304,14 @@ int dp_config_init(struct dp_config *cfg)
     cfg->container_driver_root = strdup("/driver-root");
     cfg->mps_root = strdup("");
     cfg->kubelet_socket = strdup(DEFAULT_KUBELET_SOCKET);
+    cfg->cdi_spec_dir = strdup("/var/run/cdi");
     cfg->cdi_feature_flags = calloc(1, sizeof(char *));
     cfg->cdi_disable_hooks = calloc(1, sizeof(char *));
     cfg->warnings = calloc(1, sizeof(char *));
     if (!cfg->driver_root || !cfg->dev_root || !cfg->cdi_annotation_prefix ||
         !cfg->nvidia_cdi_hook_path || !cfg->container_driver_root || !cfg->mps_root ||
-        !cfg->kubelet_socket || !cfg->cdi_feature_flags || !cfg->cdi_disable_hooks ||
-        !cfg->warnings)
+        !cfg->kubelet_socket || !cfg->cdi_spec_dir || !cfg->cdi_feature_flags ||
+        !cfg->cdi_disable_hooks || !cfg->warnings)
         return -ENOMEM;
     return 0;
 }
@@ -347,6 +348,7 @@ void dp_config_release(struct dp_config *cfg)
     free(cfg->container_driver_root);
     free(cfg->mps_root);
     free(cfg->kubelet_socket);
+    free(cfg->cdi_spec_dir);
     free(cfg->config_file);
     strv_free(cfg->cdi_feature_flags);
     strv_free(cfg->cdi_disable_hooks);
@@ -593,6 +595,8 @@ const struct dp_setting dp_settings[] = {
      OFF(imex_required), NULL, "fail when an IMEX channel is missing"},
     {"kubelet-socket", NULL, "KUBELET_SOCKET", NULL, "flags.plugin.kubeletSocket", DP_KIND_STRING,
      OFF(kubelet_socket), NULL, "the kubelet's socket; plugin sockets go in its directory"},
+    {"cdi-spec-dir", NULL, "CDI_SPEC_DIR", NULL, "flags.plugin.cdiSpecDir", DP_KIND_STRING,
+     OFF(cdi_spec_dir), NULL, "where the CDI specs of cdi-* strategies go (/var/run/cdi)"},
     {"config-file", NULL, "CONFIG_FILE", NULL, NULL, DP_KIND_STRING, OFF(config_file), NULL,
      "the config file (version: v1)"},
     {"cdi-feature-flags", NULL, "CDI_FEATURE_FLAGS", NULL, "flags.plugin.cdiFeatureFlags",

@@ -1,13 +1,18 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The daemon: one event loop that owns every piece of state (architecture.md, Threads). A "build"
- * reads the inventory, derives the resources, starts one endpoint per resource, registers each
- * with the kubelet and starts the NVML event thread; a teardown undoes it. SIGHUP re-reads the
- * configuration and does teardown + build, which re-registers with the new resources; the watch
- * on the kubelet's directory re-serves and re-registers when the kubelet restarts or our socket
- * disappears. Health events and probe results arrive on the loop, go through the tracker, and any
- * change is sent to the ListAndWatch streams from the same callback. Probes (an inventory read,
- * which can block on a sick GPU) run on a worker.
+ * The daemon: one event loop that owns every piece of state (architecture.md, Threads). A build
+ * has two halves. "prepare" does everything that can fail without touching what runs: resources
+ * from an inventory and a config, a tracker that inherits the running one's health state, the CDI
+ * specs (written before anything registers, so the names Allocate hands out resolve). "commit"
+ * then swaps it in resource by resource: an endpoint whose resource stays keeps its gRPC server,
+ * ListAndWatch streams and registration (a changed device list is sent as a new snapshot), one
+ * whose resource went away stops, and a new resource gets an endpoint and a registration. Start,
+ * SIGHUP and a GPU that comes back all go through it, so a reload with unchanged resources ends no
+ * stream. The watch on the kubelet's directory re-serves and re-registers when the kubelet
+ * restarts or our socket disappears. Health events and probe results arrive on the loop, go
+ * through the tracker, and any change is sent to the ListAndWatch streams from the same callback.
+ * Probes (an inventory read, which can block on a sick GPU) run on a worker; a probe that finds a
+ * device the running inventory could not name triggers a full re-read there and a rebuild.
  */
 #include <errno.h>
 #include <libgen.h>
@@ -16,6 +21,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cdi.h"
 #include "dp-internal.h"
 #include "gpu-nvml-abi.h"
 
@@ -40,13 +46,15 @@ struct daemon {
     struct ev_signal *sigquit;
     unsigned generation; /* bumped by every build: late probe results of an old one are dropped */
     bool probing;
+    bool rescanning;
     size_t closing;
+    char *cdi_dir; /* where our CDI specs were written, NULL when none were */
 
     /* what a build makes */
     struct gpu_inventory *inv;
     struct dp_resources *res;
     struct dp_tracker *tracker;
-    struct dp_topo *topo;
+    struct dp_topo *topo; /* allocated once: the plugins keep the pointer */
     struct dp_alloc_ctx alloc;
     struct dp_plugin **plugins;
     struct dp_registrar **regs;
@@ -88,20 +96,25 @@ static void log_change(const struct dp_change *c, void *userdata)
         log_warn("device unhealthy", "uuid", c->uuid, "cause", cause_name(c->cause));
 }
 
+/* Logs the change of resource i and sends its devices to its ListAndWatch streams. */
+static void announce(struct daemon *dm, size_t i)
+{
+    const struct dp_resource *r = &dm->res->items[i];
+    size_t healthy = 0;
+    for (size_t k = 0; k < r->n_devices; k++)
+        healthy += r->devices[k].healthy;
+    log_info("resource changed", "resource", r->name, "healthy", LOG_INT(healthy), "devices",
+             LOG_INT(r->n_devices));
+    if (dm->plugins[i])
+        dp_plugin_broadcast(dm->plugins[i]);
+}
+
 /* Copies the tracker's state into the resources and tells the streams of those that changed. */
 static void refresh(struct daemon *dm)
 {
-    for (size_t i = 0; i < dm->n; i++) {
-        struct dp_resource *r = &dm->res->items[i];
-        if (!dp_resource_apply_health(r, dm->tracker))
-            continue;
-        size_t healthy = 0;
-        for (size_t k = 0; k < r->n_devices; k++)
-            healthy += r->devices[k].healthy;
-        log_info("resource changed", "resource", r->name, "healthy", LOG_INT(healthy), "devices",
-                 LOG_INT(r->n_devices));
-        dp_plugin_broadcast(dm->plugins[i]);
-    }
+    for (size_t i = 0; i < dm->n; i++)
+        if (dp_resource_apply_health(&dm->res->items[i], dm->tracker))
+            announce(dm, i);
 }
 
 struct probe {
@@ -118,6 +131,8 @@ static int probe_work(void *userdata)
     return gpu_inventory_read(p->nvml, &opts, NULL, &p->inv);
 }
 
+static void rescan_now(struct daemon *dm);
+
 static void probe_done(int result, void *userdata)
 {
     struct probe *p = userdata;
@@ -125,9 +140,13 @@ static void probe_done(int result, void *userdata)
     dm->probing = false;
     if (result < 0 && result != -ECANCELED)
         log_warn("GPU probe failed", "error", strerror(-result));
-    if (result >= 0 && p->generation == dm->generation && dm->tracker &&
-        dp_tracker_probe(dm->tracker, p->inv, now_ms(dm), log_change, dm))
+    bool current = result >= 0 && p->generation == dm->generation && dm->tracker;
+    if (current && dp_tracker_probe(dm->tracker, p->inv, now_ms(dm), log_change, dm))
         refresh(dm);
+    /* A GPU that was lost before NVML could name it (or at the last build) answers again: only a
+     * rebuild can advertise it. */
+    if (current && dp_inventory_gained(dm->inv, p->inv))
+        rescan_now(dm);
     gpu_inventory_free(p->inv);
     free(p);
 }
@@ -135,7 +154,7 @@ static void probe_done(int result, void *userdata)
 static void probe_now(struct daemon *dm)
 {
     struct probe *p;
-    if (dm->probing || !dm->pool || !dm->nvml)
+    if (dm->probing || dm->rescanning || !dm->pool || !dm->nvml)
         return;
     p = calloc(1, sizeof(*p));
     if (!p)
@@ -208,25 +227,71 @@ static char *read_mig_minors(const struct dp_config *cfg)
     return NULL;
 }
 
-static int make_resources(struct daemon *dm, struct diag *d)
+/* What prepare makes from one inventory and configuration before commit swaps it in. */
+struct next {
+    struct gpu_inventory *inv;
+    struct dp_resources *res;
+    struct dp_tracker *tracker;
+};
+
+static void next_release(struct next *nx)
 {
-    _cleanup_free_ char *minors = read_mig_minors(&dm->cfg);
-    int r = gpu_inventory_read(dm->nvml, NULL, d, &dm->inv);
+    nx->res = dp_resources_free(nx->res);
+    nx->tracker = dp_tracker_free(nx->tracker);
+    nx->inv = gpu_inventory_free(nx->inv);
+}
+
+/* Writes the CDI specs of cfg (before anything registers: the names Allocate hands out must
+ * resolve) and removes ours from a directory no longer used. Specs stay on SIGTERM, as NVIDIA's. */
+static int write_cdi(struct daemon *dm, const struct dp_config *cfg, const struct dp_cdi *cdi,
+                     struct diag *d)
+{
+    bool wanted = dp_cdi_wanted(cfg);
+    if (wanted) {
+        int r = dp_cdi_write(cdi, cfg->cdi_spec_dir, d);
+        if (r < 0)
+            return r;
+        for (size_t c = 0; c < DP_CDI_N; c++)
+            if (cdi->specs[c])
+                log_info("CDI spec written", "dir", cfg->cdi_spec_dir, "kind", cdi->specs[c]->kind,
+                         "devices", LOG_INT(cdi->specs[c]->devices.len));
+    }
+    if (dm->cdi_dir && (!wanted || strcmp(dm->cdi_dir, cfg->cdi_spec_dir) != 0)) {
+        struct diag d2;
+        diag_init(&d2);
+        if (dp_cdi_remove(dm->cdi_dir, &d2) < 0)
+            log_warn("cannot remove our old CDI specs", "error", d2.msg);
+        else
+            log_info("CDI specs removed", "dir", dm->cdi_dir);
+    }
+    free(dm->cdi_dir);
+    dm->cdi_dir = wanted ? strdup(cfg->cdi_spec_dir) : NULL;
+    return 0;
+}
+
+/* Everything of a build that can fail, for cfg and inv (taken over), leaving the running state
+ * alone (but for the CDI spec files, written last). */
+static int prepare(struct daemon *dm, const struct dp_config *cfg, struct gpu_inventory *inv,
+                   struct diag *d, struct next *nx)
+{
+    _cleanup_free_ char *minors = read_mig_minors(cfg);
+    struct dp_cdi cdi = {0};
+    *nx = (struct next){.inv = inv};
+    int r = dp_resources_build(cfg, inv, minors, d, &nx->res);
     if (r >= 0)
-        r = dp_resources_build(&dm->cfg, dm->inv, minors, d, &dm->res);
+        r = dp_tracker_new(inv, &cfg->health, now_ms(dm), &nx->tracker);
+    if (r >= 0) {
+        dp_tracker_inherit(nx->tracker, dm->tracker);
+        for (size_t i = 0; i < nx->res->n; i++)
+            dp_resource_apply_health(&nx->res->items[i], nx->tracker);
+        r = dp_cdi_build(cfg, inv, nx->res, d, &cdi);
+    }
     if (r >= 0)
-        r = dp_tracker_new(dm->inv, &dm->cfg.health, now_ms(dm), &dm->tracker);
+        r = write_cdi(dm, cfg, &cdi, d);
+    dp_cdi_release(&cdi);
     if (r < 0)
-        return r;
-    dm->topo = malloc(sizeof(*dm->topo));
-    if (!dm->topo)
-        return -ENOMEM;
-    dp_topo_build(dm->topo, dm->inv);
-    dp_alloc_ctx_init(&dm->alloc, &dm->cfg);
-    dm->n = dm->res->n;
-    dm->plugins = calloc(dm->n ? dm->n : 1, sizeof(*dm->plugins));
-    dm->regs = calloc(dm->n ? dm->n : 1, sizeof(*dm->regs));
-    return dm->plugins && dm->regs ? 0 : -ENOMEM;
+        next_release(nx);
+    return r;
 }
 
 static int serve_one(struct daemon *dm, size_t i, struct diag *d)
@@ -247,23 +312,98 @@ static int serve_one(struct daemon *dm, size_t i, struct diag *d)
     return 0;
 }
 
+/* Takes over the endpoints of the running resources that nx keeps (same name), setting changed[i]
+ * where the device list differs; stops the endpoints of the others. */
+static void carry_endpoints(struct daemon *dm, const struct next *nx, struct dp_plugin **plugins,
+                            struct dp_registrar **regs, bool *changed)
+{
+    for (size_t i = 0; i < nx->res->n; i++) {
+        struct dp_resource *r = &nx->res->items[i];
+        for (size_t j = 0; j < dm->n; j++) {
+            if (!dm->plugins[j] || strcmp(dm->res->items[j].name, r->name) != 0)
+                continue;
+            plugins[i] = TAKE_PTR(dm->plugins[j]);
+            regs[i] = TAKE_PTR(dm->regs[j]);
+            dp_plugin_set_resource(plugins[i], r);
+            changed[i] = !dp_resource_same_devices(&dm->res->items[j], r);
+            break;
+        }
+    }
+    for (size_t j = 0; j < dm->n; j++) {
+        if (dm->plugins[j])
+            log_info("resource no longer served", "resource", dm->res->items[j].name);
+        dm->regs[j] = dp_registrar_free(dm->regs[j]);
+        dm->plugins[j] = dp_plugin_free(dm->plugins[j]);
+    }
+}
+
+/* Swaps nx in (taken over, even on failure). Endpoints of resources that stay keep their streams
+ * and registration; a changed device list goes out as a new snapshot. Returns the first failure
+ * to serve a new resource (the others are still served). */
+static int commit(struct daemon *dm, struct next *nx, struct diag *d)
+{
+    size_t n = nx->res->n;
+    _cleanup_free_ struct dp_plugin **plugins = calloc(n ? n : 1, sizeof(*plugins));
+    _cleanup_free_ struct dp_registrar **regs = calloc(n ? n : 1, sizeof(*regs));
+    _cleanup_free_ bool *changed = calloc(n ? n : 1, sizeof(*changed));
+    _cleanup_free_ bool *fresh = calloc(n ? n : 1, sizeof(*fresh));
+    if (!dm->topo)
+        dm->topo = malloc(sizeof(*dm->topo));
+    if (!plugins || !regs || !changed || !fresh || !dm->topo) {
+        next_release(nx);
+        return diag_fail(d, -ENOMEM, "out of memory");
+    }
+    dm->health = gpu_health_stop(dm->health);
+    dm->generation++;
+    carry_endpoints(dm, nx, plugins, regs, changed);
+    free(dm->plugins);
+    free(dm->regs);
+    dp_resources_free(dm->res);
+    dp_tracker_free(dm->tracker);
+    gpu_inventory_free(dm->inv);
+    dm->plugins = TAKE_PTR(plugins);
+    dm->regs = TAKE_PTR(regs);
+    dm->n = n;
+    dm->res = TAKE_PTR(nx->res);
+    dm->tracker = TAKE_PTR(nx->tracker);
+    dm->inv = TAKE_PTR(nx->inv);
+    dp_topo_build(dm->topo, dm->inv);
+    dp_alloc_ctx_init(&dm->alloc, &dm->cfg);
+
+    int ret = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (dm->plugins[i]) {
+            if (changed[i])
+                announce(dm, i);
+            continue;
+        }
+        fresh[i] = true;
+        int r = serve_one(dm, i, d);
+        if (r < 0 && ret >= 0)
+            ret = r;
+        if (r < 0)
+            log_error("cannot serve", "resource", dm->res->items[i].name, "error",
+                      d->msg[0] ? d->msg : strerror(-r));
+    }
+    if (n == 0)
+        log_warn("No devices found. Waiting indefinitely.");
+    /* Serve every new endpoint first, then register: the kubelet dials back inside Register. */
+    for (size_t i = 0; i < n; i++)
+        if (fresh[i] && dm->regs[i])
+            dp_registrar_start(dm->regs[i]);
+    start_health(dm);
+    return ret;
+}
+
+/* A fresh inventory through prepare and commit. */
 static int build(struct daemon *dm, struct diag *d)
 {
-    dm->generation++;
-    int r = make_resources(dm, d);
-    for (size_t i = 0; i < dm->n && r >= 0; i++)
-        r = serve_one(dm, i, d);
-    if (r < 0)
-        return r;
-    if (dm->n == 0)
-        log_warn("No devices found. Waiting indefinitely.");
-    /* Serve every endpoint first, then register: the kubelet dials back inside Register. */
-    for (size_t i = 0; i < dm->n; i++)
-        if (dm->regs[i])
-            dp_registrar_start(dm->regs[i]);
-    refresh(dm);
-    start_health(dm);
-    return 0;
+    struct gpu_inventory *inv = NULL;
+    struct next nx;
+    int r = gpu_inventory_read(dm->nvml, NULL, d, &inv);
+    if (r >= 0)
+        r = prepare(dm, &dm->cfg, inv, d, &nx);
+    return r < 0 ? r : commit(dm, &nx, d);
 }
 
 static void teardown(struct daemon *dm)
@@ -280,9 +420,63 @@ static void teardown(struct daemon *dm)
     dm->n = 0;
     dm->res = dp_resources_free(dm->res);
     dm->tracker = dp_tracker_free(dm->tracker);
-    free(dm->topo);
-    dm->topo = NULL;
     dm->inv = gpu_inventory_free(dm->inv);
+}
+
+/* ---- a GPU that comes back ---- */
+
+struct rescan {
+    struct daemon *dm;
+    struct gpu_nvml *nvml;
+    unsigned generation;
+    struct gpu_inventory *inv;
+    struct diag d;
+};
+
+static int rescan_work(void *userdata)
+{
+    struct rescan *p = userdata;
+    return gpu_inventory_read(p->nvml, NULL, &p->d, &p->inv);
+}
+
+static void rescan_done(int result, void *userdata)
+{
+    struct rescan *p = userdata;
+    struct daemon *dm = p->dm;
+    struct next nx;
+    struct diag d;
+    diag_init(&d);
+    dm->rescanning = false;
+    if (result < 0 && result != -ECANCELED)
+        log_warn("GPU rescan failed", "error", p->d.msg[0] ? p->d.msg : strerror(-result));
+    if (result >= 0 && p->generation == dm->generation) {
+        log_info("the GPUs changed; rebuilding the resources");
+        int r = prepare(dm, &dm->cfg, TAKE_PTR(p->inv), &d, &nx);
+        if (r >= 0)
+            r = commit(dm, &nx, &d);
+        if (r < 0)
+            log_error("cannot rebuild the resources", "error", d.msg[0] ? d.msg : strerror(-r));
+    }
+    gpu_inventory_free(p->inv);
+    free(p);
+}
+
+/* A full inventory read (with topology) on the worker, then a rebuild on the loop. */
+static void rescan_now(struct daemon *dm)
+{
+    struct rescan *p;
+    if (dm->rescanning || !dm->pool || !dm->nvml)
+        return;
+    p = calloc(1, sizeof(*p));
+    if (!p)
+        return;
+    *p = (struct rescan){.dm = dm, .nvml = dm->nvml, .generation = dm->generation};
+    diag_init(&p->d);
+    if (ev_work_submit(dm->pool, rescan_work, rescan_done, p) < 0) {
+        free(p);
+        return;
+    }
+    dm->rescanning = true;
 }
 
 /* ---- the kubelet's directory ---- */
@@ -310,6 +504,8 @@ static void on_watch(enum dp_watch_what what, const char *name, void *userdata)
     for (size_t i = 0; i < dm->n; i++) {
         if (what == DP_WATCH_REMOVED && strcmp(name, dm->res->items[i].endpoint) != 0)
             continue;
+        if (!dm->plugins[i])
+            continue;
         bool was_ok = dp_plugin_socket_ok(dm->plugins[i]);
         reserve(dm, i);
         if (what == DP_WATCH_KUBELET && was_ok && dm->regs[i])
@@ -319,10 +515,46 @@ static void on_watch(enum dp_watch_what what, const char *name, void *userdata)
 
 /* ---- signals ---- */
 
+static int setup_dir(struct daemon *dm);
+
+/* Makes next the running configuration (taken over), keeping the NVML library chosen at start
+ * (--mock, --nvml-lib). */
+static void swap_config(struct daemon *dm, struct dp_config *next)
+{
+    struct cli_common common = next->common;
+    unsigned interval = next->health.probe_interval_ms;
+    next->common = dm->cfg.common;
+    dm->cfg.common = common;
+    dp_config_release(&dm->cfg);
+    dm->cfg = *next;
+    *next = (struct dp_config){0};
+    if (dm->probe_timer && ev_timer_set(dm->probe_timer, interval, interval) < 0)
+        log_warn("cannot change the probe interval");
+}
+
+/* A new kubelet socket: everything stops, the new directory is watched, and all is built anew. */
+static void reload_elsewhere(struct daemon *dm, struct dp_config *next, struct diag *d)
+{
+    log_info("SIGHUP: the kubelet socket changed; serving and registering anew");
+    teardown(dm);
+    swap_config(dm, next);
+    dm->watch = dp_watch_free(dm->watch);
+    free(dm->dir);
+    dm->dir = NULL;
+    int r = setup_dir(dm);
+    if (r >= 0)
+        r = build(dm, d);
+    if (r < 0)
+        log_error("cannot serve the new configuration; waiting for the next SIGHUP", "error",
+                  d->msg[0] ? d->msg : strerror(-r));
+}
+
 static void on_reload(void *userdata)
 {
     struct daemon *dm = userdata;
+    struct gpu_inventory *inv = NULL;
     struct dp_config next;
+    struct next nx;
     struct diag d;
     diag_init(&d);
     int r = dp_config_init(&next);
@@ -334,17 +566,29 @@ static void on_reload(void *userdata)
         dp_config_release(&next);
         return;
     }
-    log_info("SIGHUP: reloading the configuration and re-registering");
-    /* The NVML library chosen at start (--mock, --nvml-lib) stays. */
-    struct cli_common common = next.common;
-    next.common = dm->cfg.common;
-    dm->cfg.common = common;
-    teardown(dm);
-    dp_config_release(&dm->cfg);
-    dm->cfg = next;
-    if (build(dm, &d) < 0)
-        log_error("cannot serve the new configuration; waiting for the next SIGHUP", "error",
-                  d.msg);
+    log_info("SIGHUP: reloading the configuration");
+    if (!dm->nvml) {
+        swap_config(dm, &next);
+        return;
+    }
+    if (strcmp(next.kubelet_socket, dm->cfg.kubelet_socket) != 0) {
+        reload_elsewhere(dm, &next, &d);
+        dp_config_release(&next);
+        return;
+    }
+    /* Resources that stay keep their endpoints, streams and registrations (commit). */
+    r = gpu_inventory_read(dm->nvml, NULL, &d, &inv);
+    if (r >= 0)
+        r = prepare(dm, &next, inv, &d, &nx);
+    if (r < 0) {
+        log_error("SIGHUP: cannot build the new configuration; keeping the running one", "error",
+                  d.msg[0] ? d.msg : strerror(-r));
+        dp_config_release(&next);
+        return;
+    }
+    swap_config(dm, &next);
+    if (commit(dm, &nx, &d) < 0)
+        log_error("cannot serve every resource of the new configuration", "error", d.msg);
 }
 
 static void on_sigquit(struct ev_signal *sig, const struct signalfd_siginfo *si, void *userdata)
@@ -372,15 +616,19 @@ static void graceful_stop(struct daemon *dm)
     for (size_t i = 0; i < dm->n; i++)
         dm->regs[i] = dp_registrar_free(dm->regs[i]);
     dm->closing = dm->n + 1;
-    for (size_t i = 0; i < dm->n; i++)
-        dp_plugin_shutdown(dm->plugins[i], closed_one, dm);
+    for (size_t i = 0; i < dm->n; i++) {
+        if (dm->plugins[i])
+            dp_plugin_shutdown(dm->plugins[i], closed_one, dm);
+        else
+            dm->closing--;
+    }
     if (--dm->closing > 0 &&
         ev_timer_add(dm->loop, SHUTDOWN_GRACE_MS, 0, grace_over, dm->loop, &grace) >= 0) {
         if (ev_loop_run(dm->loop) < 0)
             log_warn("event loop failed while stopping");
         ev_timer_del(grace);
     }
-    log_info("stopped; sockets removed");
+    log_info("stopped; sockets removed", "cdi_specs", dm->cdi_dir ? "kept" : "none");
     dm->health = gpu_health_stop(dm->health);
 }
 
@@ -466,6 +714,8 @@ static void cleanup(struct daemon *dm)
     dm->loop = ev_loop_free(dm->loop); /* runs late probe completions while dm is alive */
     dm->nvml = gpu_nvml_close(dm->nvml);
     free(dm->dir);
+    free(dm->topo);
+    free(dm->cdi_dir);
     dp_config_release(&dm->cfg);
 }
 

@@ -442,3 +442,15 @@ struct dp_resource *dp_resources_get(const struct dp_resources *res, const char 
             return &res->items[i];
     return NULL;
 }
+
+bool dp_resource_same_devices(const struct dp_resource *a, const struct dp_resource *b)
+{
+    if (a->n_devices != b->n_devices)
+        return false;
+    for (size_t i = 0; i < a->n_devices; i++) {
+        const struct dp_device *x = &a->devices[i], *y = &b->devices[i];
+        if (strcmp(x->id, y->id) != 0 || x->healthy != y->healthy || x->numa != y->numa)
+            return false;
+    }
+    return true;
+}

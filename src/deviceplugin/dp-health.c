@@ -268,3 +268,60 @@ bool dp_resource_apply_health(struct dp_resource *r, const struct dp_tracker *t)
     }
     return changed;
 }
+
+static const struct gpu_state *find_gpu(const struct dp_tracker *t, const char *uuid)
+{
+    for (size_t i = 0; uuid[0] && i < t->n; i++)
+        if (strcmp(t->gpus[i].uuid, uuid) == 0)
+            return &t->gpus[i];
+    return NULL;
+}
+
+void dp_tracker_inherit(struct dp_tracker *t, const struct dp_tracker *old)
+{
+    for (size_t i = 0; old && i < t->n; i++) {
+        struct gpu_state *g = &t->gpus[i];
+        const struct gpu_state *o = find_gpu(old, g->uuid);
+        if (!o)
+            continue;
+        if (!g->s.lost)
+            g->s = o->s;
+        for (size_t m = 0; m < g->n_migs; m++)
+            for (size_t k = 0; k < o->n_migs; k++)
+                if (strcmp(g->migs[m].uuid, o->migs[k].uuid) == 0)
+                    g->migs[m].s = o->migs[k].s;
+    }
+}
+
+static bool names_mig(const struct gpu_inventory *inv, const char *uuid)
+{
+    for (size_t i = 0; i < inv->n_devices; i++)
+        for (size_t m = 0; !inv->devices[i].error && m < inv->devices[i].n_migs; m++)
+            if (strcmp(inv->devices[i].migs[m].uuid, uuid) == 0)
+                return true;
+    return false;
+}
+
+/* Whether inv holds the GPU uuid readable (named, no NVML error). */
+static bool names_gpu(const struct gpu_inventory *inv, const char *uuid)
+{
+    for (size_t i = 0; i < inv->n_devices; i++)
+        if (!inv->devices[i].error && strcmp(inv->devices[i].uuid, uuid) == 0)
+            return true;
+    return false;
+}
+
+bool dp_inventory_gained(const struct gpu_inventory *cur, const struct gpu_inventory *probe)
+{
+    for (size_t i = 0; probe && i < probe->n_devices; i++) {
+        const struct gpu_device *dev = &probe->devices[i];
+        if (dev->error || !dev->uuid[0])
+            continue;
+        if (!names_gpu(cur, dev->uuid))
+            return true;
+        for (size_t m = 0; m < dev->n_migs; m++)
+            if (dev->migs[m].uuid[0] && !names_mig(cur, dev->migs[m].uuid))
+                return true;
+    }
+    return false;
+}

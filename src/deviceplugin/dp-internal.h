@@ -36,6 +36,9 @@ bool dp_plugin_socket_ok(const struct dp_plugin *p);
 /* Graceful stop: streams end with OK, calls in flight finish, the socket goes; done(userdata) runs
  * once all connections are closed. */
 void dp_plugin_shutdown(struct dp_plugin *p, void (*done)(void *userdata), void *userdata);
+/* Serves res from now on: a rebuilt resource of the same name (and so the same endpoint) that
+ * replaces the one the plugin was made with; the open streams stay (broadcast to tell them). */
+void dp_plugin_set_resource(struct dp_plugin *p, struct dp_resource *res);
 const struct dp_resource *dp_plugin_resource(const struct dp_plugin *p);
 size_t dp_plugin_streams(const struct dp_plugin *p);
 /* Immediate stop (removes our socket). NULL-safe; returns NULL. */

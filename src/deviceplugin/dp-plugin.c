@@ -7,6 +7,7 @@
  * whenever the daemon says the devices changed (dp_plugin_broadcast, called on the loop in the
  * same callback that saw the change, so a health event reaches the kubelet without delay).
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -276,6 +277,12 @@ void dp_plugin_shutdown(struct dp_plugin *p, void (*done)(void *userdata), void 
         return;
     }
     rpc_server_shutdown(p->srv, done, userdata);
+}
+
+void dp_plugin_set_resource(struct dp_plugin *p, struct dp_resource *res)
+{
+    assert(strcmp(res->endpoint, p->res->endpoint) == 0);
+    p->res = res;
 }
 
 const struct dp_resource *dp_plugin_resource(const struct dp_plugin *p)

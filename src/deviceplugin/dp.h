@@ -93,6 +93,10 @@ const struct dp_device *dp_resource_find(const struct dp_resource *r, const char
 /* The resource with this name, or NULL. */
 struct dp_resource *dp_resources_get(const struct dp_resources *res, const char *name);
 
+/* Whether a and b advertise the same devices: the same ids in the same order, with the same
+ * health and NUMA node (what a ListAndWatch snapshot says). */
+bool dp_resource_same_devices(const struct dp_resource *a, const struct dp_resource *b);
+
 /* ---- health (dp-health.c) ---- */
 
 struct dp_tracker;
@@ -144,6 +148,22 @@ enum dp_event_result dp_tracker_event(struct dp_tracker *t, const struct gpu_hea
 bool dp_tracker_probe(struct dp_tracker *t, const struct gpu_inventory *probe, uint64_t now_ms,
                       dp_change_fn fn, void *userdata);
 
+/*
+ * Carries the state of every GPU and MIG device of old over to the same device (by UUID) in t, a
+ * tracker just made from a fresh inventory, so that a rebuild (SIGHUP, a GPU that came back) keeps
+ * what events and probes decided. A GPU the fresh inventory could not read keeps its new (lost)
+ * state; devices old does not know keep theirs.
+ */
+void dp_tracker_inherit(struct dp_tracker *t, const struct dp_tracker *old);
+
+/*
+ * Whether probe (a fresh inventory read) holds a device that cur could not name: a GPU that
+ * answers in probe but had no UUID or an NVML error in cur (lost before it could be read, or lost
+ * at the last build), or a MIG device cur does not have. Such a device can only be advertised
+ * after a rebuild. Devices that went away are not a gain: the tracker marks them lost.
+ */
+bool dp_inventory_gained(const struct gpu_inventory *cur, const struct gpu_inventory *probe);
+
 /* Whether any device is unhealthy (the daemon probes only then). */
 bool dp_tracker_any_unhealthy(const struct dp_tracker *t);
 /* The state of GPU gpu (mig -1) or of one of its MIG devices. */
@@ -189,6 +209,47 @@ void dp_alloc_ctx_init(struct dp_alloc_ctx *ctx, const struct dp_config *cfg);
 _wur_ int dp_allocate(const struct dp_alloc_ctx *ctx, const struct dp_resource *r,
                       const V1beta1__AllocateRequest *req, struct dp_error *err,
                       V1beta1__AllocateResponse **ret);
+
+/* ---- CDI specs (dp-cdi.c) ---- */
+
+#define DP_CDI_VENDOR "k8s.device-plugin.nvidia.com"
+
+/* The classes of the kinds DP_CDI_VENDOR/<class>, each a spec file <vendor>-<class>.json. */
+enum dp_cdi_class {
+    DP_CDI_GPU,          /* GPUs and MIG devices, named as Allocate names them, and "all" */
+    DP_CDI_IMEX_CHANNEL, /* "<channel>" per configured IMEX channel whose node exists */
+    DP_CDI_GDRCOPY,      /* "all": /dev/gdrdrv */
+    DP_CDI_GDS,          /* "all": /dev/nvidia-fs<N> */
+    DP_CDI_MOFED,        /* "all": the nodes under /dev/infiniband */
+    DP_CDI_N,
+};
+
+struct cdi_spec;
+
+/* The specs of a configuration: NULL for a class not wanted or that would be empty. */
+struct dp_cdi {
+    struct cdi_spec *specs[DP_CDI_N];
+};
+
+/* "gpu", "imex-channel", ...; NULL out of range. */
+const char *dp_cdi_class_name(enum dp_cdi_class c);
+/* Whether cfg's device-list strategies include a CDI one (then the specs are written). */
+bool dp_cdi_wanted(const struct dp_config *cfg);
+/*
+ * The specs cfg needs (all NULL without a CDI strategy): the gpu class from the devices of res,
+ * whose GPUs are in inv, with the driver's files scanned under the driver root and device nodes
+ * under the dev root; the other classes from the config and the nodes present under the dev
+ * root. -errno with the reason in d (no driver files, a missing /dev/nvidia<minor>). Release *ret
+ * with dp_cdi_release().
+ */
+_wur_ int dp_cdi_build(const struct dp_config *cfg, const struct gpu_inventory *inv,
+                       const struct dp_resources *res, struct diag *d, struct dp_cdi *ret);
+void dp_cdi_release(struct dp_cdi *c);
+/* Writes each spec of c atomically into dir (created when missing) and removes the files of the
+ * classes c has none for. */
+_wur_ int dp_cdi_write(const struct dp_cdi *c, const char *dir, struct diag *d);
+/* Removes every spec file of the device plugin's kinds from dir (absent ones are fine). */
+_wur_ int dp_cdi_remove(const char *dir, struct diag *d);
 
 /* ---- GetPreferredAllocation (dp-prefer.c) ---- */
 

@@ -19,6 +19,7 @@ struct nvcdi {
     char *hook_path;
     unsigned strategies;
     bool no_all_device;
+    bool no_hooks;
     char *driver_version;
     char *libcuda_dir;   /* container path of libcuda's directory, or NULL */
     struct vec nodes;    /* char *, container paths of control nodes that exist */

@@ -86,6 +86,7 @@ static int set_options(struct nvcdi *nv, const struct nvcdi_options *opts, struc
         return diag_fail(d, -EINVAL, "unknown device name strategy bits 0x%x", opts->strategies);
     nv->strategies = opts->strategies ? opts->strategies : NVCDI_NAME_DEFAULT;
     nv->no_all_device = opts->no_all_device;
+    nv->no_hooks = opts->no_hooks;
     nv->kind = strdup(kind);
     nv->hook_path = strdup(hook);
     return nv->kind && nv->hook_path ? 0 : -ENOMEM;
@@ -152,7 +153,11 @@ static int add_hook(const struct nvcdi *nv, struct cdi_edits *e, const char *com
 {
     struct vec argv;
     const char *null = NULL;
-    const char *head[] = {"nvidia-cdi-hook", command, arg};
+    /* nvidia-ctk (the device plugin's default hook path) takes the hooks as "nvidia-ctk hook". */
+    const char *base = strrchr(nv->hook_path, '/') + 1;
+    bool ctk = strcmp(base, "nvidia-ctk") == 0;
+    const char *head[] = {ctk ? "nvidia-ctk" : "nvidia-cdi-hook", ctk ? "hook" : NULL, command,
+                          arg};
     vec_init(&argv, sizeof(char *), CDI_LIST_MAX);
     int r = 0;
     for (size_t i = 0; i < ARRAY_SIZE(head) && r >= 0; i++)
@@ -197,7 +202,7 @@ int nvcdi_add_common_edits(const struct nvcdi *nv, struct cdi_edits *e, struct d
         r = add_node(e, nv->dev_root, *VEC_AT(&nv->nodes, char *, i));
     if (r >= 0)
         r = add_mounts(nv, e);
-    if (r >= 0)
+    if (r >= 0 && !nv->no_hooks)
         r = add_hooks(nv, e);
     if (r < 0)
         return diag_fail(d, r, "cannot build the common CDI edits: %s", strerror(-r));

@@ -42,6 +42,7 @@ struct nvcdi_options {
     const char *hook_path;   /* NULL: NVCDI_HOOK_PATH (the path in the container) */
     unsigned strategies;     /* NVCDI_NAME_* bits; 0: NVCDI_NAME_DEFAULT */
     bool no_all_device;      /* leave out the device "all" */
+    bool no_hooks;           /* no OCI hooks at all (the device plugin's CDI_DISABLE_HOOKS=all) */
 };
 
 /* "index", "uuid" or "type-index" -> one NVCDI_NAME_* bit. */

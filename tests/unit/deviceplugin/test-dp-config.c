@@ -14,20 +14,20 @@ static void test_defaults(void **state)
     assert_int_equal(dp_config_init(&cfg), 0);
     char *got = test_json(&cfg);
     assert_string_equal(
-        got,
-        "{\"flags\":{\"deviceDiscoveryStrategy\":\"auto\",\"failOnInitError\":true,"
-        "\"gdrcopyEnabled\":false,\"gdsEnabled\":false,\"migStrategy\":\"none\","
-        "\"mofedEnabled\":false,\"mpsRoot\":\"\",\"nvidiaDevRoot\":\"\","
-        "\"nvidiaDriverRoot\":\"/\",\"plugin\":{\"cdiAnnotationPrefix\":\"cdi.k8s.io/\","
-        "\"cdiDisableHooks\":[],\"cdiFeatureFlags\":[],\"containerDriverRoot\":\"/driver-root\","
-        "\"deviceIDStrategy\":\"uuid\",\"deviceListStrategy\":[\"envvar\"],"
-        "\"kubeletSocket\":\"/var/lib/kubelet/device-plugins/kubelet.sock\","
-        "\"nvidiaCTKPath\":\"/usr/bin/nvidia-ctk\",\"passDeviceSpecs\":false,"
-        "\"sharedDevicesAllocationPolicy\":\"distributed\"},\"useNodeFeatureAPI\":false},"
-        "\"health\":{\"enabled\":true,\"ignoredXids\":[13,31,43,45,68,109],"
-        "\"probeInterval\":\"5s\",\"recoveryWindow\":\"1m\"},"
-        "\"imex\":{\"channelIDs\":[],\"required\":false},"
-        "\"resources\":{\"gpus\":[],\"mig\":[]},\"sharing\":{},\"version\":\"v1\"}");
+        got, "{\"flags\":{\"deviceDiscoveryStrategy\":\"auto\",\"failOnInitError\":true,"
+             "\"gdrcopyEnabled\":false,\"gdsEnabled\":false,\"migStrategy\":\"none\","
+             "\"mofedEnabled\":false,\"mpsRoot\":\"\",\"nvidiaDevRoot\":\"\","
+             "\"nvidiaDriverRoot\":\"/\",\"plugin\":{\"cdiAnnotationPrefix\":\"cdi.k8s.io/\","
+             "\"cdiDisableHooks\":[],\"cdiFeatureFlags\":[],\"cdiSpecDir\":\"/var/run/cdi\","
+             "\"containerDriverRoot\":\"/driver-root\","
+             "\"deviceIDStrategy\":\"uuid\",\"deviceListStrategy\":[\"envvar\"],"
+             "\"kubeletSocket\":\"/var/lib/kubelet/device-plugins/kubelet.sock\","
+             "\"nvidiaCTKPath\":\"/usr/bin/nvidia-ctk\",\"passDeviceSpecs\":false,"
+             "\"sharedDevicesAllocationPolicy\":\"distributed\"},\"useNodeFeatureAPI\":false},"
+             "\"health\":{\"enabled\":true,\"ignoredXids\":[13,31,43,45,68,109],"
+             "\"probeInterval\":\"5s\",\"recoveryWindow\":\"1m\"},"
+             "\"imex\":{\"channelIDs\":[],\"required\":false},"
+             "\"resources\":{\"gpus\":[],\"mig\":[]},\"sharing\":{},\"version\":\"v1\"}");
     free(got);
     /* gpuplane's default: unhealthy devices may recover after a quiet minute (0 = never). */
     assert_int_equal(cfg.health.recovery_window_ms, 60000);

@@ -84,6 +84,7 @@ static const struct flag_case flag_cases[] = {
     {{"--imex-required"}, "imex.required", "true"},
     {{"--kubelet-socket", "/k/kubelet.sock"}, "flags.plugin.kubeletSocket", "\"/k/kubelet.sock\""},
     {{"--kubelet-socket="}, "flags.plugin.kubeletSocket", "\"\""},
+    {{"--cdi-spec-dir", "/run/cdi"}, "flags.plugin.cdiSpecDir", "\"/run/cdi\""},
     {{"--cdi-feature-flags=a,b", "--cdi-feature-flags", "c"},
      "flags.plugin.cdiFeatureFlags",
      "[\"a\",\"b\",\"c\"]"},
@@ -169,6 +170,7 @@ static const struct env_case env_cases[] = {
     {"IMEX_REQUIRED", "true", "imex.required", "true"},
     {"KUBELET_SOCKET", "/k.sock", "flags.plugin.kubeletSocket", "\"/k.sock\""},
     {"KUBELET_SOCKET", "", "flags.plugin.kubeletSocket", "\"\""}, /* "" = never register */
+    {"CDI_SPEC_DIR", "/run/cdi", "flags.plugin.cdiSpecDir", "\"/run/cdi\""},
     {"CDI_FEATURE_FLAGS", "a,b", "flags.plugin.cdiFeatureFlags", "[\"a\",\"b\"]"},
     {"CDI_DISABLE_HOOKS", "all", "flags.plugin.cdiDisableHooks", "[\"all\"]"},
     {"DP_DISABLE_HEALTHCHECKS", "all", "health.enabled", "false"},
