@@ -11,135 +11,19 @@
  * Positions: 1-based. An alias shares the anchored value (jansson reference counting), so it
  * reports the anchor's position. jansson's null/true/false are process-wide singletons and get no
  * position; the typed readers fall back to the position of the key they were looked up by.
+ *
+ * This file drives the parser and builds the values; the position table, the core-schema scalar
+ * rules and the typed readers are in base-doc-pos.c, base-doc-scalar.c and base-doc-get.c.
  */
 #include <errno.h>
-#include <inttypes.h>
 #include <libfyaml.h>
-#include <math.h>
-#include <stdarg.h>
 #include <stdatomic.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "base-doc.h"
+#include "base-doc-internal.h"
 #include "base-file.h"
 #include "base-internal.h"
-#include "base-vec.h"
-
-/* One remembered position: of a value (key NULL) or of key within the mapping ptr. */
-struct pos_entry {
-    const void *ptr;
-    char *key;
-    int line;
-    int col;
-};
-
-struct pos_table {
-    struct pos_entry *slots;
-    size_t used;
-    size_t alloc; /* a power of two, or 0 */
-};
-
-struct doc {
-    char *name;
-    struct vec roots; /* json_t *, one reference each */
-    struct pos_table pos;
-};
-
-/* ---- the position table: open addressing with linear probing ---- */
-
-static size_t pos_hash(const void *ptr, const char *key)
-{
-    uint64_t h = (uint64_t)(uintptr_t)ptr * 0x9e3779b97f4a7c15ULL;
-
-    /* FNV-1a over the key, folded in so that members of one mapping spread out. */
-    for (const unsigned char *p = (const unsigned char *)key; p && *p; p++)
-        h = (h ^ *p) * 0x100000001b3ULL;
-    return (size_t)(h ^ (h >> 29));
-}
-
-static bool pos_match(const struct pos_entry *e, const void *ptr, const char *key)
-{
-    if (e->ptr != ptr)
-        return false;
-    if (!e->key || !key)
-        return !e->key && !key;
-    return strcmp(e->key, key) == 0;
-}
-
-static struct pos_entry *pos_find(const struct pos_table *t, const void *ptr, const char *key)
-{
-    size_t i;
-
-    if (t->alloc == 0)
-        return NULL;
-    for (i = pos_hash(ptr, key) & (t->alloc - 1);; i = (i + 1) & (t->alloc - 1)) {
-        struct pos_entry *e = &t->slots[i];
-
-        if (!e->ptr)
-            return NULL;
-        if (pos_match(e, ptr, key))
-            return e;
-    }
-}
-
-/* Places an entry that is known to be absent; the table has room. */
-static void pos_place(struct pos_table *t, struct pos_entry e)
-{
-    size_t i = pos_hash(e.ptr, e.key) & (t->alloc - 1);
-
-    while (t->slots[i].ptr)
-        i = (i + 1) & (t->alloc - 1);
-    t->slots[i] = e;
-    t->used++;
-}
-
-static int pos_grow(struct pos_table *t)
-{
-    struct pos_table n = {.alloc = t->alloc ? t->alloc * 2 : 64};
-
-    n.slots = calloc(n.alloc, sizeof(*n.slots));
-    if (!n.slots)
-        return -ENOMEM;
-    for (size_t i = 0; i < t->alloc; i++)
-        if (t->slots[i].ptr)
-            pos_place(&n, t->slots[i]);
-    free(t->slots);
-    *t = n;
-    return 0;
-}
-
-/* Remembers where ptr (or its member key) came from; the first position recorded wins. */
-static int pos_put(struct pos_table *t, const void *ptr, const char *key, int line, int col)
-{
-    struct pos_entry e = {.ptr = ptr, .line = line, .col = col};
-    int r;
-
-    if (pos_find(t, ptr, key))
-        return 0;
-    if ((t->used + 1) * 2 > t->alloc) {
-        r = pos_grow(t);
-        if (r < 0)
-            return r;
-    }
-    if (key) {
-        e.key = strdup(key);
-        if (!e.key)
-            return -ENOMEM;
-    }
-    pos_place(t, e);
-    return 0;
-}
-
-static void pos_release(struct pos_table *t)
-{
-    for (size_t i = 0; i < t->alloc; i++)
-        free(t->slots[i].key);
-    free(t->slots);
-    t->slots = NULL;
-    t->alloc = t->used = 0;
-}
 
 /* ---- building values from parser events ---- */
 
@@ -170,11 +54,17 @@ struct builder {
     size_t total; /* expanded value count of the current document */
 };
 
-static int fail_at(struct builder *b, int line, int col, int err, const char *what)
+int doc_fail_mark(const struct doc *doc, struct diag *d, int line, int col, int err,
+                  const char *what)
 {
     if (line > 0)
-        return diag_fail_at(b->d, err, b->doc->name, line, col, "%s", what);
-    return diag_fail(b->d, err, "%s: %s", b->doc->name, what);
+        return diag_fail_at(d, err, doc->name, line, col, "%s", what);
+    return diag_fail(d, err, "%s: %s", doc->name, what);
+}
+
+static int fail_at(struct builder *b, int line, int col, int err, const char *what)
+{
+    return doc_fail_mark(b->doc, b->d, line, col, err, what);
 }
 
 static void anchors_clear(struct vec *anchors)
@@ -203,11 +93,6 @@ static void builder_release(struct builder *b)
     vec_release(&b->anchors);
     json_decref(b->root);
     b->root = NULL;
-}
-
-static bool is_singleton(const json_t *v)
-{
-    return json_is_null(v) || json_is_boolean(v);
 }
 
 static const struct anchor *anchor_find(const struct builder *b, const char *name, size_t len)
@@ -279,8 +164,8 @@ static int place(struct builder *b, json_t *v, size_t nodes, char *anchor, int l
     }
     b->total += nodes;
     /* A key's string is freed once copied, and its address reused: only values get a position. */
-    if (line > 0 && !is_singleton(v) && !(f && json_is_object(f->node) && !f->key)) {
-        r = pos_put(&b->doc->pos, v, NULL, line, col);
+    if (line > 0 && !doc_is_singleton(v) && !(f && json_is_object(f->node) && !f->key)) {
+        r = doc_pos_put(&b->doc->pos, v, NULL, line, col);
         if (r < 0)
             goto fail;
     }
@@ -300,7 +185,7 @@ static int place(struct builder *b, json_t *v, size_t nodes, char *anchor, int l
         return set_key(b, f, v, line, col);
     r = json_object_setn_new_nocheck(f->node, f->key, f->key_len, v) < 0 ? -ENOMEM : 0;
     if (r >= 0 && f->key_line > 0)
-        r = pos_put(&b->doc->pos, f->node, f->key, f->key_line, f->key_col);
+        r = doc_pos_put(&b->doc->pos, f->node, f->key, f->key_line, f->key_col);
     free(f->key);
     f->key = NULL;
     return r;
@@ -309,228 +194,6 @@ fail:
     free(anchor);
     json_decref(v);
     return r;
-}
-
-/* ---- scalars: the YAML 1.2 core schema ---- */
-
-static bool span_digits(const char **p, const char *end, const char *set)
-{
-    const char *start = *p;
-
-    while (*p < end && **p && strchr(set, **p))
-        (*p)++;
-    return *p > start;
-}
-
-#define DIGITS "0123456789"
-
-/* [-+]? [0-9]+ | 0o [0-7]+ | 0x [0-9a-fA-F]+ ; returns the base, or 0 when s is no integer. */
-static int int_base(const char *s, size_t n)
-{
-    const char *p = s, *end = s + n;
-
-    if (n > 2 && s[0] == '0' && s[1] == 'o') {
-        p += 2;
-        return span_digits(&p, end, "01234567") && p == end ? 8 : 0;
-    }
-    if (n > 2 && s[0] == '0' && s[1] == 'x') {
-        p += 2;
-        return span_digits(&p, end, DIGITS "abcdefABCDEF") && p == end ? 16 : 0;
-    }
-    if (p < end && (*p == '-' || *p == '+'))
-        p++;
-    return span_digits(&p, end, DIGITS) && p == end ? 10 : 0;
-}
-
-/* [-+]? ( \. [0-9]+ | [0-9]+ ( \. [0-9]* )? ) ( [eE] [-+]? [0-9]+ )? */
-static bool is_float(const char *s, size_t n)
-{
-    const char *p = s, *end = s + n;
-
-    if (p < end && (*p == '-' || *p == '+'))
-        p++;
-    if (p < end && *p == '.') {
-        p++;
-        if (!span_digits(&p, end, DIGITS))
-            return false;
-    } else {
-        if (!span_digits(&p, end, DIGITS))
-            return false;
-        if (p < end && *p == '.') {
-            p++;
-            span_digits(&p, end, DIGITS);
-        }
-    }
-    if (p < end && (*p == 'e' || *p == 'E')) {
-        p++;
-        if (p < end && (*p == '-' || *p == '+'))
-            p++;
-        if (!span_digits(&p, end, DIGITS))
-            return false;
-    }
-    return p == end;
-}
-
-static bool is_one_of(const char *s, size_t n, const char *const *words)
-{
-    for (; *words; words++)
-        if (strlen(*words) == n && memcmp(*words, s, n) == 0)
-            return true;
-    return false;
-}
-
-static const char *const null_words[] = {"", "~", "null", "Null", "NULL", NULL};
-static const char *const true_words[] = {"true", "True", "TRUE", NULL};
-static const char *const false_words[] = {"false", "False", "FALSE", NULL};
-static const char *const special_float_words[] = {".inf",  ".Inf",  ".INF",  "+.inf", "+.Inf",
-                                                  "+.INF", "-.inf", "-.Inf", "-.INF", ".nan",
-                                                  ".NaN",  ".NAN",  NULL};
-
-static int make_int(const char *s, size_t n, int base, json_t **ret)
-{
-    _cleanup_free_ char *c = strndup(s, n);
-    const char *digits;
-    char *end;
-    long long v;
-
-    if (!c)
-        return -ENOMEM;
-    digits = base == 10 ? c : c + 2;
-    errno = 0;
-    if (base == 10) {
-        v = strtoll(digits, &end, 10);
-    } else {
-        unsigned long long u = strtoull(digits, &end, base);
-
-        if (u > INT64_MAX)
-            errno = ERANGE;
-        v = (long long)u;
-    }
-    if (errno == ERANGE || *end)
-        return -ERANGE;
-    *ret = json_integer(v);
-    return *ret ? 0 : -ENOMEM;
-}
-
-static int make_real(const char *s, size_t n, json_t **ret)
-{
-    _cleanup_free_ char *c = strndup(s, n);
-    double v;
-
-    if (!c)
-        return -ENOMEM;
-    errno = 0;
-    v = strtod(c, NULL);
-    /* Underflow to a tiny or zero value is fine; overflow to infinity is not representable. */
-    if (isinf(v))
-        return -ERANGE;
-    *ret = json_real(v);
-    return *ret ? 0 : -ENOMEM;
-}
-
-/* A plain scalar's value per the core schema. */
-static int resolve_plain(struct builder *b, const char *s, size_t n, int line, int col,
-                         json_t **ret)
-{
-    int base, r;
-
-    if (is_one_of(s, n, null_words)) {
-        *ret = json_null();
-        return 0;
-    }
-    if (is_one_of(s, n, true_words) || is_one_of(s, n, false_words)) {
-        *ret = json_boolean(is_one_of(s, n, true_words));
-        return 0;
-    }
-    base = int_base(s, n);
-    if (base) {
-        r = make_int(s, n, base, ret);
-        if (r == -ERANGE)
-            return fail_at(b, line, col, -ERANGE, "integer out of the 64-bit range");
-        return r;
-    }
-    if (is_float(s, n)) {
-        r = make_real(s, n, ret);
-        if (r == -ERANGE)
-            return fail_at(b, line, col, -ERANGE, "number out of range");
-        return r;
-    }
-    if (is_one_of(s, n, special_float_words))
-        return fail_at(b, line, col, -EINVAL, "infinity and NaN are not supported");
-    *ret = json_stringn_nocheck(s, n);
-    return *ret ? 0 : -ENOMEM;
-}
-
-#define YAML_TAG "tag:yaml.org,2002:"
-
-/* Checks *v (resolved from a plain reading of the text) against an explicit core tag such as
- * "int" (want, wn bytes), and turns an integer into a real for "float". */
-static int apply_core_tag(struct builder *b, const char *want, size_t wn, int line, int col,
-                          json_t **v)
-{
-    bool ok = (wn == 3 && memcmp(want, "int", 3) == 0 && json_is_integer(*v)) ||
-              (wn == 5 && memcmp(want, "float", 5) == 0 && json_is_number(*v)) ||
-              (wn == 4 && memcmp(want, "bool", 4) == 0 && json_is_boolean(*v)) ||
-              (wn == 4 && memcmp(want, "null", 4) == 0 && json_is_null(*v));
-
-    if (!ok) {
-        char msg[256];
-
-        snprintf(msg, sizeof(msg), "value does not match its tag \"!!%.*s\"", (int)wn, want);
-        return fail_at(b, line, col, -EINVAL, msg);
-    }
-    if (json_is_integer(*v) && want[0] == 'f') {
-        json_t *real = json_real((double)json_integer_value(*v));
-
-        if (!real)
-            return -ENOMEM;
-        json_decref(*v);
-        *v = real;
-    }
-    return 0;
-}
-
-static int resolve_scalar(struct builder *b, struct fy_event *ev, int line, int col, json_t **ret)
-{
-    struct fy_token *t = fy_event_get_token(ev);
-    struct fy_token *tag = fy_event_get_tag_token(ev);
-    const char *s = "", *tg = NULL;
-    size_t n = 0, tn = 0, pre = strlen(YAML_TAG);
-    json_t *v = NULL;
-    int r;
-
-    if (t) {
-        s = fy_token_get_text(t, &n);
-        if (!s)
-            return -ENOMEM;
-        /* Only a double-quoted "\0" makes a NUL (the input has none); libfyaml 0.7.12 sometimes
-         * miscounts a malformed block scalar and hands out bytes past its text. */
-        if ((fy_token_scalar_style(t) != FYSS_DOUBLE_QUOTED && memchr(s, '\0', n)) ||
-            !utf8_valid(s, n))
-            return fail_at(b, line, col, -EINVAL, "malformed scalar");
-    }
-    if (tag)
-        tg = fy_token_get_text(tag, &tn);
-    /* "!", local tags and !!str: the text is a string. Quoted or block text without a tag too. */
-    if ((tg && !(tn > pre && memcmp(tg, YAML_TAG, pre) == 0)) ||
-        (tg && tn == pre + 3 && memcmp(tg + pre, "str", 3) == 0) ||
-        (!tg && t && fy_token_scalar_style(t) != FYSS_PLAIN)) {
-        /* The input was checked to be UTF-8 and libfyaml's escapes produce UTF-8. */
-        *ret = json_stringn_nocheck(s, n);
-        return *ret ? 0 : -ENOMEM;
-    }
-    r = resolve_plain(b, s, n, line, col, &v);
-    if (r < 0)
-        return r;
-    if (tg) {
-        r = apply_core_tag(b, tg + pre, tn - pre, line, col, &v);
-        if (r < 0) {
-            json_decref(v);
-            return r;
-        }
-    }
-    *ret = v;
-    return 0;
 }
 
 /* ---- events ---- */
@@ -651,7 +314,7 @@ static int on_event(struct builder *b, struct fy_event *ev)
         r = take_anchor(ev, &anchor);
         if (r < 0)
             return r;
-        r = resolve_scalar(b, ev, line, col, &v);
+        r = doc_scalar_resolve(b->doc, b->d, ev, line, col, &v);
         if (r < 0)
             return r;
         return place(b, v, 1, TAKE_PTR(anchor), line, col);
@@ -767,7 +430,7 @@ struct doc *doc_free(struct doc *doc)
     for (size_t i = 0; i < doc->roots.len; i++)
         json_decref(*VEC_AT(&doc->roots, json_t *, i));
     vec_release(&doc->roots);
-    pos_release(&doc->pos);
+    doc_pos_release(&doc->pos);
     free(doc->name);
     free(doc);
     return NULL;
@@ -832,245 +495,4 @@ json_t *doc_root(const struct doc *doc, size_t i)
 const char *doc_name(const struct doc *doc)
 {
     return doc->name;
-}
-
-/* ---- positions and messages ---- */
-
-bool doc_position(const struct doc *doc, const json_t *value, int *ret_line, int *ret_col)
-{
-    const struct pos_entry *e;
-
-    if (!value || is_singleton(value))
-        return false;
-    e = pos_find(&doc->pos, value, NULL);
-    if (!e)
-        return false;
-    *ret_line = e->line;
-    *ret_col = e->col;
-    return true;
-}
-
-static int vfail(const struct doc *doc, const struct pos_entry *at, struct diag *d, int err,
-                 const char *fmt, va_list ap) _printf_(5, 0);
-static int vfail(const struct doc *doc, const struct pos_entry *at, struct diag *d, int err,
-                 const char *fmt, va_list ap)
-{
-    char msg[DIAG_MSG_MAX];
-
-    if (!d)
-        return err;
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    if (at)
-        return diag_fail_at(d, err, doc->name, at->line, at->col, "%s", msg);
-    return diag_fail(d, err, "%s: %s", doc->name, msg);
-}
-
-int doc_fail(const struct doc *doc, const json_t *value, struct diag *d, int err, const char *fmt,
-             ...)
-{
-    struct pos_entry at;
-    va_list ap;
-    bool known;
-
-    known = doc_position(doc, value, &at.line, &at.col);
-    va_start(ap, fmt);
-    err = vfail(doc, known ? &at : NULL, d, err, fmt, ap);
-    va_end(ap);
-    return err;
-}
-
-/* Fails at the best position for obj's member key: the value's, else the key's, else obj's. */
-static int fail_member(const struct doc *doc, const json_t *obj, const char *key,
-                       const json_t *value, struct diag *d, const char *fmt, ...) _printf_(6, 7);
-static int fail_member(const struct doc *doc, const json_t *obj, const char *key,
-                       const json_t *value, struct diag *d, const char *fmt, ...)
-{
-    const struct pos_entry *e = NULL;
-    va_list ap;
-    int r;
-
-    if (value && !is_singleton(value))
-        e = pos_find(&doc->pos, value, NULL);
-    if (!e)
-        e = pos_find(&doc->pos, obj, key);
-    if (!e)
-        e = pos_find(&doc->pos, obj, NULL);
-    va_start(ap, fmt);
-    r = vfail(doc, e, d, -EINVAL, fmt, ap);
-    va_end(ap);
-    return r;
-}
-
-static const char *type_name(const json_t *v)
-{
-    if (!v)
-        return "nothing";
-    switch (json_typeof(v)) {
-    case JSON_OBJECT:
-        return "mapping";
-    case JSON_ARRAY:
-        return "sequence";
-    case JSON_STRING:
-        return "string";
-    case JSON_INTEGER:
-        return "integer";
-    case JSON_REAL:
-        return "number";
-    case JSON_TRUE:
-    case JSON_FALSE:
-        return "boolean";
-    case JSON_NULL:
-    default:
-        return "null";
-    }
-}
-
-/* Looks key up in obj: 1 and the value, 0 when absent and optional, or the error. */
-static int lookup(const struct doc *doc, const json_t *obj, const char *key, bool required,
-                  struct diag *d, json_t **ret)
-{
-    json_t *v = NULL;
-
-    if (!json_is_object(obj))
-        return doc_fail(doc, obj, d, -EINVAL, "expected a mapping, got %s", type_name(obj));
-    v = json_object_get(obj, key);
-    if (!v) {
-        if (required)
-            return doc_fail(doc, obj, d, -EINVAL, "missing required key \"%s\"", key);
-        return 0;
-    }
-    *ret = v;
-    return 1;
-}
-
-int doc_get_string(const struct doc *doc, const json_t *obj, const char *key, bool required,
-                   const char *def, struct diag *d, const char **ret)
-{
-    json_t *v = NULL;
-    int r;
-
-    r = lookup(doc, obj, key, required, d, &v);
-    if (r < 0)
-        return r;
-    if (r == 0) {
-        *ret = def;
-        return 0;
-    }
-    if (!json_is_string(v))
-        return fail_member(doc, obj, key, v, d, "\"%s\": expected a string, got %s", key,
-                           type_name(v));
-    *ret = json_string_value(v);
-    return 0;
-}
-
-int doc_get_int(const struct doc *doc, const json_t *obj, const char *key, bool required,
-                int64_t def, int64_t min, int64_t max, struct diag *d, int64_t *ret)
-{
-    json_int_t i;
-    json_t *v = NULL;
-    int r;
-
-    r = lookup(doc, obj, key, required, d, &v);
-    if (r < 0)
-        return r;
-    if (r == 0) {
-        *ret = def;
-        return 0;
-    }
-    if (!json_is_integer(v))
-        return fail_member(doc, obj, key, v, d, "\"%s\": expected an integer, got %s", key,
-                           type_name(v));
-    i = json_integer_value(v);
-    if (i < min || i > max)
-        return fail_member(doc, obj, key, v, d,
-                           "\"%s\": %" PRId64 " is out of range [%" PRId64 ", %" PRId64 "]", key,
-                           (int64_t)i, min, max);
-    *ret = (int64_t)i;
-    return 0;
-}
-
-int doc_get_bool(const struct doc *doc, const json_t *obj, const char *key, bool required, bool def,
-                 struct diag *d, bool *ret)
-{
-    json_t *v = NULL;
-    int r;
-
-    r = lookup(doc, obj, key, required, d, &v);
-    if (r < 0)
-        return r;
-    if (r == 0) {
-        *ret = def;
-        return 0;
-    }
-    if (!json_is_boolean(v))
-        return fail_member(doc, obj, key, v, d, "\"%s\": expected a boolean, got %s", key,
-                           type_name(v));
-    *ret = json_is_true(v);
-    return 0;
-}
-
-int doc_get_array(const struct doc *doc, const json_t *obj, const char *key, bool required,
-                  struct diag *d, json_t **ret)
-{
-    json_t *v = NULL;
-    int r;
-
-    r = lookup(doc, obj, key, required, d, &v);
-    if (r < 0)
-        return r;
-    if (r == 0) {
-        *ret = NULL;
-        return 0;
-    }
-    if (!json_is_array(v))
-        return fail_member(doc, obj, key, v, d, "\"%s\": expected a sequence, got %s", key,
-                           type_name(v));
-    *ret = v;
-    return 0;
-}
-
-int doc_get_object(const struct doc *doc, const json_t *obj, const char *key, bool required,
-                   struct diag *d, json_t **ret)
-{
-    json_t *v = NULL;
-    int r;
-
-    r = lookup(doc, obj, key, required, d, &v);
-    if (r < 0)
-        return r;
-    if (r == 0) {
-        *ret = NULL;
-        return 0;
-    }
-    if (!json_is_object(v))
-        return fail_member(doc, obj, key, v, d, "\"%s\": expected a mapping, got %s", key,
-                           type_name(v));
-    *ret = v;
-    return 0;
-}
-
-int doc_check_keys(const struct doc *doc, const json_t *obj, const char *const *allowed,
-                   struct diag *d)
-{
-    const char *key;
-    json_t *v = NULL;
-
-    if (!json_is_object(obj))
-        return doc_fail(doc, obj, d, -EINVAL, "expected a mapping, got %s", type_name(obj));
-    json_object_foreach((json_t *)obj, key, v)
-    {
-        const struct pos_entry *e;
-        size_t i;
-
-        for (i = 0; allowed[i]; i++)
-            if (strcmp(allowed[i], key) == 0)
-                break;
-        if (allowed[i])
-            continue;
-        e = pos_find(&doc->pos, obj, key);
-        if (e)
-            return diag_fail_at(d, -EINVAL, doc->name, e->line, e->col, "unknown key \"%s\"", key);
-        return fail_member(doc, obj, key, v, d, "unknown key \"%s\"", key);
-    }
-    return 0;
 }
