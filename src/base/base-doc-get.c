@@ -103,22 +103,23 @@ static const char *type_name(const json_t *v)
     }
 }
 
-/* Looks key up in obj: 1 and the value, 0 when absent and optional, or the error. */
-static int lookup(const struct doc *doc, const json_t *obj, const char *key, bool required,
-                  struct diag *d, json_t **ret)
+/* Looks key up in obj and checks that its value is of the kind type_name() calls want: the value,
+ * NULL when absent and optional, or the error. */
+static int get_member(const struct doc *doc, const json_t *obj, const char *key, bool required,
+                      const char *want, struct diag *d, json_t **ret)
 {
-    json_t *v = NULL;
+    json_t *v;
 
     if (!json_is_object(obj))
         return doc_fail(doc, obj, d, -EINVAL, "expected a mapping, got %s", type_name(obj));
     v = json_object_get(obj, key);
-    if (!v) {
-        if (required)
-            return doc_fail(doc, obj, d, -EINVAL, "missing required key \"%s\"", key);
-        return 0;
-    }
+    if (!v && required)
+        return doc_fail(doc, obj, d, -EINVAL, "missing required key \"%s\"", key);
+    if (v && strcmp(type_name(v), want) != 0)
+        return fail_member(doc, obj, key, v, d, "\"%s\": expected %s %s, got %s", key,
+                           want[0] == 'i' ? "an" : "a", want, type_name(v));
     *ret = v;
-    return 1;
+    return 0;
 }
 
 int doc_get_string(const struct doc *doc, const json_t *obj, const char *key, bool required,
@@ -127,17 +128,10 @@ int doc_get_string(const struct doc *doc, const json_t *obj, const char *key, bo
     json_t *v = NULL;
     int r;
 
-    r = lookup(doc, obj, key, required, d, &v);
+    r = get_member(doc, obj, key, required, "string", d, &v);
     if (r < 0)
         return r;
-    if (r == 0) {
-        *ret = def;
-        return 0;
-    }
-    if (!json_is_string(v))
-        return fail_member(doc, obj, key, v, d, "\"%s\": expected a string, got %s", key,
-                           type_name(v));
-    *ret = json_string_value(v);
+    *ret = v ? json_string_value(v) : def;
     return 0;
 }
 
@@ -148,16 +142,13 @@ int doc_get_int(const struct doc *doc, const json_t *obj, const char *key, bool 
     json_t *v = NULL;
     int r;
 
-    r = lookup(doc, obj, key, required, d, &v);
+    r = get_member(doc, obj, key, required, "integer", d, &v);
     if (r < 0)
         return r;
-    if (r == 0) {
+    if (!v) {
         *ret = def;
         return 0;
     }
-    if (!json_is_integer(v))
-        return fail_member(doc, obj, key, v, d, "\"%s\": expected an integer, got %s", key,
-                           type_name(v));
     i = json_integer_value(v);
     if (i < min || i > max)
         return fail_member(doc, obj, key, v, d,
@@ -173,58 +164,23 @@ int doc_get_bool(const struct doc *doc, const json_t *obj, const char *key, bool
     json_t *v = NULL;
     int r;
 
-    r = lookup(doc, obj, key, required, d, &v);
+    r = get_member(doc, obj, key, required, "boolean", d, &v);
     if (r < 0)
         return r;
-    if (r == 0) {
-        *ret = def;
-        return 0;
-    }
-    if (!json_is_boolean(v))
-        return fail_member(doc, obj, key, v, d, "\"%s\": expected a boolean, got %s", key,
-                           type_name(v));
-    *ret = json_is_true(v);
+    *ret = v ? json_is_true(v) : def;
     return 0;
 }
 
 int doc_get_array(const struct doc *doc, const json_t *obj, const char *key, bool required,
                   struct diag *d, json_t **ret)
 {
-    json_t *v = NULL;
-    int r;
-
-    r = lookup(doc, obj, key, required, d, &v);
-    if (r < 0)
-        return r;
-    if (r == 0) {
-        *ret = NULL;
-        return 0;
-    }
-    if (!json_is_array(v))
-        return fail_member(doc, obj, key, v, d, "\"%s\": expected a sequence, got %s", key,
-                           type_name(v));
-    *ret = v;
-    return 0;
+    return get_member(doc, obj, key, required, "sequence", d, ret);
 }
 
 int doc_get_object(const struct doc *doc, const json_t *obj, const char *key, bool required,
                    struct diag *d, json_t **ret)
 {
-    json_t *v = NULL;
-    int r;
-
-    r = lookup(doc, obj, key, required, d, &v);
-    if (r < 0)
-        return r;
-    if (r == 0) {
-        *ret = NULL;
-        return 0;
-    }
-    if (!json_is_object(v))
-        return fail_member(doc, obj, key, v, d, "\"%s\": expected a mapping, got %s", key,
-                           type_name(v));
-    *ret = v;
-    return 0;
+    return get_member(doc, obj, key, required, "mapping", d, ret);
 }
 
 int doc_check_keys(const struct doc *doc, const json_t *obj, const char *const *allowed,
