@@ -3,7 +3,8 @@
  * Resources and device ids from the inventory and the config, on the mock A100 MIG node (GPUs 0
  * and 1 MIG-enabled, 2 and 3 not) and the DGX H100: the three MIG strategies, time-slicing
  * replicas, renameByDefault, a per-resource rename with per-GPU replica counts, `devices: N`,
- * resource patterns, the index form of ids, lookup by id, and MIG capability minors.
+ * resource patterns, the index form of ids, lookup by id, MIG capability minors, and comparing two
+ * builds of a resource.
  */
 #include "dp-test-gpu.h"
 
@@ -217,6 +218,31 @@ static void test_lost_gpu_not_advertised(void **state)
     node_free(n);
 }
 
+/* What decides whether a rebuilt resource needs a new ListAndWatch snapshot. */
+static void test_same_devices(void **state)
+{
+    struct node *a = node_new("dgx-h100", "");
+    struct node *b = node_new("dgx-h100", "");
+    struct node *c = node_new("dgx-h100", "sharing:\n  timeSlicing:\n    resources:\n"
+                                          "    - name: gpu\n      replicas: 2\n");
+    struct dp_resource *ra = node_resource(a, "nvidia.com/gpu");
+    struct dp_resource *rb = node_resource(b, "nvidia.com/gpu");
+    assert_true(dp_resource_same_devices(ra, rb));
+    rb->devices[3].healthy = false;
+    assert_false(dp_resource_same_devices(ra, rb));
+    rb->devices[3].healthy = true;
+    rb->devices[3].numa = 7;
+    assert_false(dp_resource_same_devices(ra, rb));
+    rb->devices[3].numa = ra->devices[3].numa;
+    rb->n_devices--;
+    assert_false(dp_resource_same_devices(ra, rb));
+    rb->n_devices++;
+    assert_false(dp_resource_same_devices(ra, node_resource(c, "nvidia.com/gpu")));
+    node_free(a);
+    node_free(b);
+    node_free(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -233,6 +259,7 @@ int main(void)
         cmocka_unit_test(test_patterns),
         cmocka_unit_test(test_mig_capability_minors),
         cmocka_unit_test(test_lost_gpu_not_advertised),
+        cmocka_unit_test(test_same_devices),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -4,7 +4,8 @@
  * time-sliced into 2 replicas each): ignored and fatal XIDs, every replica and MIG sibling marked,
  * events attributed to one MIG device, a lost GPU, recovery only after the quiet window (and never
  * with a window of 0), a fatal event restarting the window, a failed event wait asking for a probe
- * instead of marking every device, and a failed event registration.
+ * instead of marking every device, a failed event registration, a rebuild's tracker inheriting
+ * the running state, and what counts as a device a probe gained.
  */
 #include "dp-test-gpu.h"
 #include "gpu-nvml-abi.h"
@@ -222,6 +223,72 @@ static void test_policy_from_environment(void **state)
     teardown(f);
 }
 
+/* A rebuild's tracker keeps the running one's decisions: an XID-marked GPU stays unhealthy with
+ * its window, a marked MIG device too; a GPU the new inventory cannot read stays lost. */
+static void test_inherit(void **state)
+{
+    struct fixture *f = setup(CONFIG, 5000);
+    struct dp_tracker *t2 = NULL;
+    struct gpu_inventory *inv = NULL;
+    const unsigned none = NVML_EVENT_NO_INSTANCE;
+    const struct gpu_device *g0 = &f->n->inv->devices[0];
+    assert_int_equal(send(f, xid(3, 79, none, none), 2000), DP_EVENT_CHANGED);
+    assert_int_equal(send(f, xid(0, 94, g0->migs[1].gi_id, g0->migs[1].ci_id), 2000),
+                     DP_EVENT_CHANGED);
+    assert_int_equal(gpu_inventory_read(f->n->nvml, NULL, NULL, &inv), 0);
+    inv->devices[1].error = NVML_ERROR_GPU_IS_LOST;
+    inv->devices[1].lost = true;
+    assert_int_equal(dp_tracker_new(inv, &f->n->cfg.health, 3000, &t2), 0);
+    dp_tracker_inherit(t2, f->t);
+    assert_false(dp_tracker_healthy(t2, 3, -1));
+    assert_true(dp_tracker_healthy(t2, 2, -1));
+    assert_false(dp_tracker_healthy(t2, 0, 1));
+    assert_true(dp_tracker_healthy(t2, 0, 0));
+    assert_false(dp_tracker_healthy(t2, 1, -1)); /* lost now, whatever the old one said */
+    /* The window still counts from the XID at 2000, not from the rebuild. */
+    inv->devices[1].error = 0;
+    inv->devices[1].lost = false;
+    assert_false(dp_tracker_probe(t2, inv, 6999, NULL, NULL));
+    assert_true(dp_tracker_probe(t2, inv, 7000, NULL, NULL));
+    assert_true(dp_tracker_healthy(t2, 3, -1));
+    assert_true(dp_tracker_healthy(t2, 0, 1));
+    /* Nothing to inherit from: unchanged. */
+    dp_tracker_inherit(t2, NULL);
+    dp_tracker_free(t2);
+    gpu_inventory_free(inv);
+    teardown(f);
+}
+
+/* A probe gains a device when it names one the running inventory could not: a GPU back from
+ * being lost, a new MIG device. Losing one is not a gain. */
+static void test_inventory_gained(void **state)
+{
+    struct fixture *f = setup(CONFIG, 5000);
+    struct gpu_inventory *cur = NULL;
+    assert_int_equal(gpu_inventory_read(f->n->nvml, NULL, NULL, &cur), 0);
+    assert_false(dp_inventory_gained(cur, f->n->inv));
+    assert_false(dp_inventory_gained(cur, NULL));
+    /* GPU 2 was lost before NVML could name it. */
+    cur->devices[2].error = NVML_ERROR_GPU_IS_LOST;
+    cur->devices[2].uuid[0] = '\0';
+    assert_true(dp_inventory_gained(cur, f->n->inv));
+    assert_false(dp_inventory_gained(f->n->inv, cur));
+    /* Lost at the last build, with its UUID known: still a gain when it answers. */
+    snprintf(cur->devices[2].uuid, sizeof(cur->devices[2].uuid), "%s", f->n->inv->devices[2].uuid);
+    assert_true(dp_inventory_gained(cur, f->n->inv));
+    cur->devices[2].error = 0;
+    /* A MIG device the running inventory lacks. */
+    size_t n_migs = cur->devices[0].n_migs;
+    assert_true(n_migs > 1);
+    cur->devices[0].n_migs = n_migs - 1;
+    assert_true(dp_inventory_gained(cur, f->n->inv));
+    assert_false(dp_inventory_gained(f->n->inv, cur));
+    cur->devices[0].n_migs = n_migs;
+    assert_false(dp_inventory_gained(cur, f->n->inv));
+    gpu_inventory_free(cur);
+    teardown(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -235,6 +302,8 @@ int main(void)
         cmocka_unit_test(test_failed_wait_asks_for_probe),
         cmocka_unit_test(test_failed_registration_marks_gpu),
         cmocka_unit_test(test_policy_from_environment),
+        cmocka_unit_test(test_inherit),
+        cmocka_unit_test(test_inventory_gained),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
