@@ -36,6 +36,22 @@ nvmlReturn_t mock_ready(void)
     return mock.refcount > 0 ? NVML_SUCCESS : NVML_ERROR_UNINITIALIZED;
 }
 
+nvmlReturn_t mock_enter(void)
+{
+    nvmlReturn_t r = mock_ready();
+
+    if (r == NVML_SUCCESS)
+        mock_events_poll();
+    return r;
+}
+
+bool mock_handle_in(const void *h, const void *base, size_t n, size_t size)
+{
+    uintptr_t p = (uintptr_t)h, b = (uintptr_t)base;
+
+    return h && n > 0 && p >= b && p < b + n * size && (p - b) % size == 0;
+}
+
 bool mock_gpu_lost_at_start(const struct mock_gpu *gpu)
 {
     return gpu->lost_at_start && mock.lost[gpu->index] == MOCK_LOST_PROFILE;
@@ -48,18 +64,11 @@ bool mock_gpu_lost(const struct mock_gpu *gpu)
 
 nvmlReturn_t mock_device(nvmlDevice_t h, bool ptr_ok, struct nvmlDevice_st **ret)
 {
-    const struct mock_node *node = mock.node;
-    uintptr_t p = (uintptr_t)h, base;
-    nvmlReturn_t r;
+    nvmlReturn_t r = mock_enter();
 
-    r = mock_ready();
     if (r != NVML_SUCCESS)
         return r;
-    mock_events_poll();
-    base = (uintptr_t)node->handles;
-    if (!h || node->n_handles == 0 || p < base ||
-        p >= base + node->n_handles * sizeof(struct nvmlDevice_st) ||
-        (p - base) % sizeof(struct nvmlDevice_st) != 0 || !ptr_ok)
+    if (!mock_handle_in(h, mock.node->handles, mock.node->n_handles, sizeof(*h)) || !ptr_ok)
         return NVML_ERROR_INVALID_ARGUMENT;
     if (mock_gpu_lost(h->gpu))
         return NVML_ERROR_GPU_IS_LOST;
@@ -230,11 +239,10 @@ nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int *cudaDriverVersion)
 nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *deviceCount)
 {
     MOCK_LOCKED;
-    nvmlReturn_t r = mock_ready();
+    nvmlReturn_t r = mock_enter();
 
     if (r != NVML_SUCCESS)
         return r;
-    mock_events_poll();
     if (!deviceCount)
         return NVML_ERROR_INVALID_ARGUMENT;
     *deviceCount = (unsigned)mock.node->n_gpus;
@@ -253,11 +261,10 @@ static nvmlReturn_t acquire(struct nvmlDevice_st *dev, nvmlDevice_t *ret)
 nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t *device)
 {
     MOCK_LOCKED;
-    nvmlReturn_t r = mock_ready();
+    nvmlReturn_t r = mock_enter();
 
     if (r != NVML_SUCCESS)
         return r;
-    mock_events_poll();
     if (!device || index >= mock.node->n_gpus)
         return NVML_ERROR_INVALID_ARGUMENT;
     return acquire(mock.node->gpus[index].handle, device);
@@ -267,11 +274,10 @@ nvmlReturn_t nvmlDeviceGetHandleByUUID(const char *uuid, nvmlDevice_t *device)
 {
     MOCK_LOCKED;
     struct nvmlDevice_st *dev;
-    nvmlReturn_t r = mock_ready();
+    nvmlReturn_t r = mock_enter();
 
     if (r != NVML_SUCCESS)
         return r;
-    mock_events_poll();
     if (!uuid || !device)
         return NVML_ERROR_INVALID_ARGUMENT;
     dev = mock_find_uuid(mock.node, uuid);
@@ -284,11 +290,10 @@ nvmlReturn_t nvmlDeviceGetHandleByPciBusId_v2(const char *pciBusId, nvmlDevice_t
 {
     MOCK_LOCKED;
     struct mock_pci want;
-    nvmlReturn_t r = mock_ready();
+    nvmlReturn_t r = mock_enter();
 
     if (r != NVML_SUCCESS)
         return r;
-    mock_events_poll();
     if (!pciBusId || !device || !mock_parse_bus_id(pciBusId, &want))
         return NVML_ERROR_INVALID_ARGUMENT;
     for (size_t i = 0; i < mock.node->n_gpus; i++) {

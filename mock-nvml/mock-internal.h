@@ -203,6 +203,11 @@ void mock_unlockp(struct mock_state **s);
 
 /* NVML_SUCCESS when initialised, else NVML_ERROR_UNINITIALIZED. */
 nvmlReturn_t mock_ready(void);
+/* mock_ready, then new lines of the fault file applied: where every query of the node starts. */
+nvmlReturn_t mock_enter(void);
+/* Whether h is the address of one of the n elements of size bytes at base. Handles are checked
+ * this way, so a stale or made-up pointer is never dereferenced. */
+bool mock_handle_in(const void *h, const void *base, size_t n, size_t size);
 /* Initialised, fault file read, h one of our device handles and ptr_ok (the caller's out-pointers
  * are not NULL), the GPU not lost: the handle, else the error in that order. */
 nvmlReturn_t mock_device(nvmlDevice_t h, bool ptr_ok, struct nvmlDevice_st **ret);

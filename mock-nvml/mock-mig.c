@@ -144,18 +144,11 @@ static nvmlReturn_t mig_device(nvmlDevice_t h, bool ptr_ok, struct nvmlComputeIn
 
 static nvmlReturn_t gpu_instance(nvmlGpuInstance_t h, bool ptr_ok, struct nvmlGpuInstance_st **ret)
 {
-    const struct mock_node *node = mock.node;
-    uintptr_t p = (uintptr_t)h, base;
-    nvmlReturn_t r;
+    nvmlReturn_t r = mock_enter();
 
-    r = mock_ready();
     if (r != NVML_SUCCESS)
         return r;
-    mock_events_poll();
-    base = (uintptr_t)node->gis;
-    if (!h || node->n_gis == 0 || p < base ||
-        p >= base + node->n_gis * sizeof(struct nvmlGpuInstance_st) ||
-        (p - base) % sizeof(struct nvmlGpuInstance_st) != 0 || !ptr_ok)
+    if (!mock_handle_in(h, mock.node->gis, mock.node->n_gis, sizeof(*h)) || !ptr_ok)
         return NVML_ERROR_INVALID_ARGUMENT;
     if (mock_gpu_lost(h->gpu))
         return NVML_ERROR_GPU_IS_LOST;
@@ -166,18 +159,11 @@ static nvmlReturn_t gpu_instance(nvmlGpuInstance_t h, bool ptr_ok, struct nvmlGp
 static nvmlReturn_t compute_instance(nvmlComputeInstance_t h, bool ptr_ok,
                                      struct nvmlComputeInstance_st **ret)
 {
-    const struct mock_node *node = mock.node;
-    uintptr_t p = (uintptr_t)h, base;
-    nvmlReturn_t r;
+    nvmlReturn_t r = mock_enter();
 
-    r = mock_ready();
     if (r != NVML_SUCCESS)
         return r;
-    mock_events_poll();
-    base = (uintptr_t)node->cis;
-    if (!h || node->n_cis == 0 || p < base ||
-        p >= base + node->n_cis * sizeof(struct nvmlComputeInstance_st) ||
-        (p - base) % sizeof(struct nvmlComputeInstance_st) != 0 || !ptr_ok)
+    if (!mock_handle_in(h, mock.node->cis, mock.node->n_cis, sizeof(*h)) || !ptr_ok)
         return NVML_ERROR_INVALID_ARGUMENT;
     if (mock_gpu_lost(h->gi->gpu))
         return NVML_ERROR_GPU_IS_LOST;
