@@ -218,16 +218,18 @@ nvmlReturn_t mock_copy_string(char *buf, unsigned length, const char *s);
 bool mock_gpu_lost(const struct mock_gpu *gpu);
 bool mock_gpu_lost_at_start(const struct mock_gpu *gpu);
 
-/* Profile (mock-profile.c). */
+/* Profile (mock-profile*.c). */
 _wur_ int mock_profile_load(const char *path, struct diag *d, struct mock_node **ret);
 struct mock_node *mock_node_free(struct mock_node *node);
 DEFINE_POINTER_CLEANUP(struct mock_node, mock_node_free)
+/* Finds a full GPU or MIG device by UUID. */
+struct nvmlDevice_st *mock_find_uuid(const struct mock_node *node, const char *uuid);
+
+/* PCI addresses (mock-device.c). */
 /* Parses "0000:18:00.0" / "00000000:18:00.0" (any case). */
 bool mock_parse_bus_id(const char *s, struct mock_pci *ret);
 void mock_format_pci(const struct mock_pci *pci, unsigned device_id, unsigned subsystem_id,
                      nvmlPciInfo_t *ret);
-/* Finds a full GPU or MIG device by UUID. */
-struct nvmlDevice_st *mock_find_uuid(const struct mock_node *node, const char *uuid);
 
 /* MIG (mock-mig.c). */
 const struct mock_mig_table *mock_mig_table_by_name(const char *name);
