@@ -124,6 +124,17 @@ static void wait_started(struct work_ctx *ctx)
     assert_int_equal(sem_timedwait(&ctx->started, &deadline), 0);
 }
 
+/* A one-thread pool, its worker held in items[0] while the rest queue behind it, then let go. */
+static void start_one_held(struct work_ctx *ctx, struct work_item *items, int n)
+{
+    ctx_init(ctx, items, n);
+    items[0].blocks = true;
+    assert_int_equal(ev_work_pool_new(ctx->loop, 1, &ctx->pool), 0);
+    submit_all(ctx, items, n);
+    wait_started(ctx);
+    sem_post(&ctx->release);
+}
+
 /* One thread, held in the first item while the others queue behind it; the pool is freed right
  * after the first item is released. Items the worker did not get to are cancelled (work_fn never
  * runs); every item still gets exactly one done call, on the loop thread, from the next loop run.
@@ -133,12 +144,7 @@ static void test_free_pool_with_pending_work(void **state)
     struct work_ctx ctx;
     struct work_item items[20];
 
-    ctx_init(&ctx, items, 20);
-    items[0].blocks = true;
-    assert_int_equal(ev_work_pool_new(ctx.loop, 1, &ctx.pool), 0);
-    submit_all(&ctx, items, 20);
-    wait_started(&ctx);
-    sem_post(&ctx.release);
+    start_one_held(&ctx, items, 20);
     ctx.pool = ev_work_pool_free(ctx.pool);
     assert_int_equal(ctx.done, 0);
 
@@ -156,12 +162,7 @@ static void test_free_loop_with_pool_and_pending_work(void **state)
     struct work_ctx ctx;
     struct work_item items[20];
 
-    ctx_init(&ctx, items, 20);
-    items[0].blocks = true;
-    assert_int_equal(ev_work_pool_new(ctx.loop, 1, &ctx.pool), 0);
-    submit_all(&ctx, items, 20);
-    wait_started(&ctx);
-    sem_post(&ctx.release);
+    start_one_held(&ctx, items, 20);
     ev_loop_free(ctx.loop);
     ctx_check(&ctx, items, 20);
 }
