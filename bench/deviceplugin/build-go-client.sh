@@ -1,0 +1,47 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+#
+# build-go-client.sh BUILD_DIR: builds bench/deviceplugin's grpc-go client as BUILD_DIR/bench/dp-bench.
+# The approach of tests/interop/build-go-peer.sh: offline, GOPATH mode, Debian's Go packages
+# (golang-google-grpc-dev, golang-google-protobuf-dev under /usr/share/gocode);
+# proto/deviceplugin/v1beta1/api.proto is compiled with protoc-gen-go and protoc-gen-go-grpc into a
+# GOPATH tree under BUILD_DIR/dp-bench-go, then `go build`. Does nothing when the inputs are
+# unchanged since the last build. Prints the binary's path. GOCACHE defaults to
+# BUILD_DIR/interop-go/cache, the Go peer's, so grpc-go is compiled once for both.
+set -eu
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+[ $# -eq 1 ] || { echo "usage: $0 BUILD_DIR" >&2; exit 2; }
+mkdir -p "$1/bench"
+build=$(cd "$1" && pwd)
+gopath=$build/dp-bench-go
+out=$build/bench/dp-bench
+proto=$root/proto/deviceplugin/v1beta1/api.proto
+mkdir -p "$gopath"
+
+exec 9>"$gopath/.lock"
+flock 9
+
+stamp=$( (cat "$proto" "$here"/go/dp-bench/*.go "$0"
+    go version; protoc --version; dpkg-query -W protoc-gen-go protoc-gen-go-grpc \
+    golang-google-grpc-dev golang-google-protobuf-dev 2>/dev/null || true) | sha256sum)
+if [ -x "$out" ] && [ "$(cat "$gopath/stamp" 2>/dev/null)" = "$stamp" ]; then
+    echo "$out"
+    exit 0
+fi
+
+pkg=gpuplane/deviceplugin/v1beta1
+m=Mdeviceplugin/v1beta1/api.proto=$pkg
+rm -rf "$gopath/src/$pkg"
+mkdir -p "$gopath/src/$pkg"
+protoc -I"$root/proto" --go_out="$gopath/src" --go_opt="$m" \
+    --go-grpc_out="$gopath/src" --go-grpc_opt="$m" "$proto"
+
+cd "$here/go/dp-bench"
+GOPATH="$gopath:/usr/share/gocode" GO111MODULE=off GOFLAGS= \
+    GOCACHE="${GOCACHE:-$build/interop-go/cache}" GOTOOLCHAIN=local CGO_ENABLED=0 \
+    go build -o "$out.tmp" .
+mv "$out.tmp" "$out"
+echo "$stamp" >"$gopath/stamp"
+echo "$out"
