@@ -13,7 +13,7 @@ process, a fresh one in a temporary directory for every plugin started. Measures
 - start -> registered: time from spawning `gpuplane device-plugin --mock PROFILE` to the emulator
   receiving Register, to Register answered (the emulator has dialled back and called
   GetDevicePluginOptions), and to the first ListAndWatch snapshot, for every resource of the node;
-  median of N starts (after one untimed start), dgx-h100 and a100-mig (MIG mixed: 5 resources);
+  median of N starts (after one untimed start), dgx-h100 and a100-mig (MIG mixed: 4 resources);
 - Allocate of 1 GPU, sequential calls from `dp-bench allocate` (grpc-go) after a warm-up, R runs,
   the run with the median calls/s reported, with the plugin's CPU time per call (/proc/PID/stat);
   GetDevicePluginOptions the same way as the floor (the plugin's unary round trip with no work);
