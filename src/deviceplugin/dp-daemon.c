@@ -456,6 +456,8 @@ static void rescan_done(int result, void *userdata)
             r = commit(dm, &nx, &d);
         if (r < 0)
             log_error("cannot rebuild the resources", "error", d.msg[0] ? d.msg : strerror(-r));
+        else
+            log_info("resources rebuilt", "resources", LOG_INT(dm->n));
     }
     gpu_inventory_free(p->inv);
     free(p);
@@ -589,6 +591,8 @@ static void on_reload(void *userdata)
     swap_config(dm, &next);
     if (commit(dm, &nx, &d) < 0)
         log_error("cannot serve every resource of the new configuration", "error", d.msg);
+    else
+        log_info("SIGHUP: configuration applied", "resources", LOG_INT(dm->n));
 }
 
 static void on_sigquit(struct ev_signal *sig, const struct signalfd_siginfo *si, void *userdata)

@@ -99,7 +99,7 @@ static size_t check_resolves(const struct fixture *f, const V1beta1__ContainerAl
             cdi_parse_qualified_name(c->cdi_devices[i]->name, &d, &vendor, &class, &dev), 0);
         assert_string_equal(vendor, DP_CDI_VENDOR);
         for (size_t k = 0; k < DP_CDI_N; k++)
-            if (strcmp(class, dp_cdi_class_name(k)) == 0)
+            if (strcmp(class, dp_cdi_class_name((enum dp_cdi_class)k)) == 0)
                 spec = f->cdi.specs[k];
         if (!spec || !cdi_spec_find_device(spec, dev))
             fail_msg("%s does not resolve", c->cdi_devices[i]->name);
