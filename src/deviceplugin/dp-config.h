@@ -130,7 +130,7 @@ struct dp_config {
     enum dp_discovery discovery_strategy;     /* auto */
     bool use_node_feature_api;                /* file only; GFD's, kept for print-config */
     char *kubelet_socket; /* "/var/lib/kubelet/device-plugins/kubelet.sock"; "" = never register */
-    char *cdi_spec_dir;   /* gpuplane: where cdi-* strategies write their specs; "/var/run/cdi" */
+    char *cdi_spec_dir; /* gpuplane: where cdi-* strategies write specs; "/var/run/cdi" ("" too) */
     char **cdi_feature_flags; /* NULL-terminated, never NULL */
     char **cdi_disable_hooks; /* NULL-terminated, never NULL */
     char *config_file;        /* the file loaded, or NULL */

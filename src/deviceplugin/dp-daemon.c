@@ -247,16 +247,17 @@ static int write_cdi(struct daemon *dm, const struct dp_config *cfg, const struc
                      struct diag *d)
 {
     bool wanted = dp_cdi_wanted(cfg);
+    const char *dir = cfg->cdi_spec_dir[0] ? cfg->cdi_spec_dir : CDI_SPEC_DIR_DYNAMIC;
     if (wanted) {
-        int r = dp_cdi_write(cdi, cfg->cdi_spec_dir, d);
+        int r = dp_cdi_write(cdi, dir, d);
         if (r < 0)
             return r;
         for (size_t c = 0; c < DP_CDI_N; c++)
             if (cdi->specs[c])
-                log_info("CDI spec written", "dir", cfg->cdi_spec_dir, "kind", cdi->specs[c]->kind,
-                         "devices", LOG_INT(cdi->specs[c]->devices.len));
+                log_info("CDI spec written", "dir", dir, "kind", cdi->specs[c]->kind, "devices",
+                         LOG_INT(cdi->specs[c]->devices.len));
     }
-    if (dm->cdi_dir && (!wanted || strcmp(dm->cdi_dir, cfg->cdi_spec_dir) != 0)) {
+    if (dm->cdi_dir && (!wanted || strcmp(dm->cdi_dir, dir) != 0)) {
         struct diag d2;
         diag_init(&d2);
         if (dp_cdi_remove(dm->cdi_dir, &d2) < 0)
@@ -265,7 +266,7 @@ static int write_cdi(struct daemon *dm, const struct dp_config *cfg, const struc
             log_info("CDI specs removed", "dir", dm->cdi_dir);
     }
     free(dm->cdi_dir);
-    dm->cdi_dir = wanted ? strdup(cfg->cdi_spec_dir) : NULL;
+    dm->cdi_dir = wanted ? strdup(dir) : NULL;
     return 0;
 }
 
