@@ -47,6 +47,7 @@ struct daemon {
     unsigned generation; /* bumped by every build: late probe results of an old one are dropped */
     bool probing;
     bool rescanning;
+    bool stopping; /* graceful stop under way: no more rebuilds */
     size_t closing;
     char *cdi_dir; /* where our CDI specs were written, NULL when none were */
 
@@ -450,7 +451,7 @@ static void rescan_done(int result, void *userdata)
     dm->rescanning = false;
     if (result < 0 && result != -ECANCELED)
         log_warn("GPU rescan failed", "error", p->d.msg[0] ? p->d.msg : strerror(-result));
-    if (result >= 0 && p->generation == dm->generation) {
+    if (result >= 0 && p->generation == dm->generation && !dm->stopping) {
         log_info("the GPUs changed; rebuilding the resources");
         int r = prepare(dm, &dm->cfg, TAKE_PTR(p->inv), &d, &nx);
         if (r >= 0)
@@ -560,6 +561,8 @@ static void on_reload(void *userdata)
     struct next nx;
     struct diag d;
     diag_init(&d);
+    if (dm->stopping)
+        return;
     int r = dp_config_init(&next);
     if (r >= 0)
         r = dp_config_parse_args(dm->argc, dm->argv, &next, &d);
@@ -617,6 +620,7 @@ static void grace_over(struct ev_timer *t, uint64_t expirations, void *userdata)
 static void graceful_stop(struct daemon *dm)
 {
     struct ev_timer *grace = NULL;
+    dm->stopping = true;
     dm->watch = dp_watch_free(dm->watch);
     for (size_t i = 0; i < dm->n; i++)
         dm->regs[i] = dp_registrar_free(dm->regs[i]);
