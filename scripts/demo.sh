@@ -1,20 +1,63 @@
 #!/bin/bash
 # SPDX-License-Identifier: Apache-2.0
 #
-# `make demo`: gpuplane on the embedded default node, a simulated DGX H100 (the mock NVML library with
-# examples/nodes/dgx-h100.yaml), then the other bundled nodes: a MIG-partitioned A100 node and a node
-# with a GPU that fell off the bus. No GPU is needed.
+# `make demo`: gpuplane on a simulated DGX H100 (the mock NVML library with examples/nodes/dgx-h100.yaml):
+# the node's GPUs, then `gpuplane device-plugin` against the kubelet emulator (tools/kubelet-emulator):
+# registration, the device list, a preferred allocation of 4 GPUs and its Allocate response, an XID 79
+# taking one GPU out and the recovery bringing it back. No GPU and no kubelet are needed; it takes
+# about 5 seconds. The daemon's own log goes to a file (printed at the end).
 set -euo pipefail
 bin=${1:-build/gpuplane}
 cd "$(dirname "$0")/.."
+case $bin in /*) ;; *) bin=$PWD/$bin ;; esac
+[ -x "$bin" ] || { echo "demo: $bin is not built (make build)" >&2; exit 1; }
+export GPUPLANE_BUILD=${GPUPLANE_BUILD:-$(dirname "$bin")} # where the emulator generates its protobuf code
 
+title() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 show() {
     printf '\n\033[1m$ %s\033[0m\n' "$*"
     "$@"
 }
 
+title "The node: a simulated DGX H100"
 show "$bin" version
-show "$bin" info --mock dgx-h100
-show "$bin" info --mock a100-mig
-show "$bin" info --mock lost-gpu
-printf '\nThe same inventory as JSON for machines: %s info --mock dgx-h100 --json\n' "$bin"
+printf '\n\033[1m$ %s\033[0m\n' "$bin info --mock dgx-h100   # (the topology matrix left out)"
+"$bin" info --mock dgx-h100 | sed '/^Topology/,$d'
+
+# Short paths: unix socket names are limited to 107 bytes.
+work=$(mktemp -d /tmp/gpuplane-demo.XXXXXX)
+dir=$work/device-plugins
+events=$work/faults.jsonl
+mkdir -p "$dir"
+: >"$events"
+trap 'rm -rf "$dir" "$events" "$work/kubelet_internal_checkpoint"' EXIT
+
+title "gpuplane device-plugin against the kubelet emulator"
+cat <<EOF
+The kubelet emulator serves $dir/kubelet.sock; the plugin registers
+nvidia.com/gpu there. Faults are injected by appending JSON lines to $events
+(read by the mock NVML library). Config: examples/device-plugin/demo.yaml (recovery window 4 s).
+EOF
+echo
+
+status=0
+MOCK_NVML_EVENTS=$events tools/kubelet-emulator/kubelet-emu run --dir "$dir" --log-dir "$work" \
+    "spawn:$bin device-plugin --mock dgx-h100 --kubelet-socket $dir/kubelet.sock --config-file examples/device-plugin/demo.yaml" \
+    wait-registered:nvidia.com/gpu:20 \
+    "say:--- The resource and its devices (ListAndWatch: ids, health, NUMA node)" \
+    show devices:nvidia.com/gpu \
+    "say:--- A pod asks for 4 GPUs: GetPreferredAllocation picks 4 on one NUMA node, then Allocate" \
+    allocate:nvidia.com/gpu=4:training \
+    "say:--- XID 79 (GPU fallen off the bus) on GPU 6: capacity stays 8, allocatable drops to 7" \
+    "sh:echo '{\"gpu\": 6, \"type\": \"xid\", \"xid\": 79}' >> $events" \
+    wait:nvidia.com/gpu:allocatable=7:10 show \
+    "say:--- GPU 6 still answers NVML: 4 s after the XID it is healthy again" \
+    wait:nvidia.com/gpu:allocatable=8:20 show devices:nvidia.com/gpu \
+    "say:--- SIGTERM: the plugin ends its ListAndWatch stream (OK) and removes only its own socket" \
+    kill ||
+    status=$?
+
+title "Logs"
+echo "The daemon's log (klog): $work/spawn-1.log"
+grep -E 'registered with|device unhealthy|healthy again' "$work/spawn-1.log" | sed 's/^/  /' || true
+exit $status
