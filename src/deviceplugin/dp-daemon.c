@@ -513,7 +513,7 @@ static void on_watch(enum dp_watch_what what, const char *name, void *userdata)
         bool was_ok = dp_plugin_socket_ok(dm->plugins[i]);
         reserve(dm, i);
         if (what == DP_WATCH_KUBELET && was_ok && dm->regs[i])
-            dp_registrar_start(dm->regs[i]);
+            dp_registrar_kubelet_created(dm->regs[i]);
     }
 }
 

@@ -57,6 +57,10 @@ _wur_ int dp_registrar_new(struct ev_loop *loop, const char *kubelet_socket, con
  * ctime) is already in flight; an attempt to an older kubelet is dropped. Failures are retried
  * with back-off (100 ms doubling to 30 s) forever. */
 void dp_registrar_start(struct dp_registrar *r);
+/* kubelet.sock was created: dp_registrar_start unless already registered through that very file
+ * (a kubelet restart deletes our socket first; when that removal is read from inotify before the
+ * creation, the Register it triggers may already have reached the new kubelet). */
+void dp_registrar_kubelet_created(struct dp_registrar *r);
 bool dp_registrar_registered(const struct dp_registrar *r);
 struct dp_registrar *dp_registrar_free(struct dp_registrar *r);
 DEFINE_POINTER_CLEANUP(struct dp_registrar, dp_registrar_free)

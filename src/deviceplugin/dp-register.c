@@ -75,6 +75,8 @@ static void on_reply(const struct rpc_status *st, const ProtobufCMessage *resp, 
     release_client_later(r);
     if (st->code == RPC_OK) {
         r->registered = true;
+        if (!r->target.exists) /* the kubelet that answered appeared after the call was made */
+            dp_file_id_get(r->kubelet_socket, &r->target);
         r->backoff_ms = BACKOFF_FIRST_MS;
         log_info("registered with the kubelet", "resource", r->resource, "endpoint", r->endpoint,
                  "ms", LOG_INT(ev_loop_now_ms(r->loop) - r->started_ms));
@@ -142,13 +144,26 @@ void dp_registrar_start(struct dp_registrar *r)
 {
     struct dp_file_id now;
     dp_file_id_get(r->kubelet_socket, &now);
-    if (r->in_flight && now.exists && dp_file_id_equal(&now, &r->target))
-        return; /* already asking this very kubelet */
+    /* A call made while kubelet.sock was missing connects later: to this kubelet or a newer one. */
+    if (r->in_flight && now.exists && (!r->target.exists || dp_file_id_equal(&now, &r->target))) {
+        /* already asking this very kubelet; should that call fail, soon again */
+        r->backoff_ms = BACKOFF_FIRST_MS;
+        return;
+    }
     r->registered = false;
     r->backoff_ms = BACKOFF_FIRST_MS;
     if (ev_timer_disarm(r->retry) < 0)
         log_debug(1, "cannot disarm the registration retry timer");
     attempt(r);
+}
+
+void dp_registrar_kubelet_created(struct dp_registrar *r)
+{
+    struct dp_file_id now;
+    dp_file_id_get(r->kubelet_socket, &now);
+    if (r->registered && now.exists && dp_file_id_equal(&now, &r->target))
+        return; /* registered with this very kubelet: its restart was seen through our socket */
+    dp_registrar_start(r);
 }
 
 bool dp_registrar_registered(const struct dp_registrar *r)
