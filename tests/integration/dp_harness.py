@@ -192,6 +192,16 @@ class DevicePlugin:
         resp = self.stub(resource).GetPreferredAllocation(req, timeout=T)
         return list(resp.container_responses[0].deviceIDs)
 
+    def snapshot(self, resource=GPU):
+        """{id: health} from the first message of a new ListAndWatch stream: the daemon's state now
+        (unlike the emulator's view, not subject to the order in which streams of several resources
+        deliver)."""
+        stream = self.stub(resource).ListAndWatch(pb.Empty(), timeout=T)
+        try:
+            return {d.ID: d.health for d in next(stream).devices}
+        finally:
+            stream.cancel()
+
     def close_channels(self):
         for ch in getattr(self, "_channels", []):
             ch.close()

@@ -152,3 +152,11 @@ def test_kubelet_admission_uses_the_response(plugin):
     assert a.response["envs"]["NVIDIA_VISIBLE_DEVICES"] == ",".join(a.device_ids)
     assert a.response["cdi_devices"] == [CDI + i for i in a.device_ids]
     assert p.kubelet.allocatable(GPU) == 8 and sorted(p.kubelet.allocated(GPU)) == sorted(a.device_ids)
+
+
+def test_degenerate_allocate_requests(plugin):
+    p = plugin()
+    assert not p.allocate().container_responses            # no container: no response
+    assert one(p, [])["envs"] == {"NVIDIA_VISIBLE_DEVICES": ""}
+    assert one(p, [H100[0], H100[0]])["envs"] == {"NVIDIA_VISIBLE_DEVICES": H100[0]}
+    assert p.alive()

@@ -160,12 +160,12 @@ def test_mig_attributed_xid_marks_only_that_mig_device(plugin):
     k = p.kubelet
     p.xid(MIG0["2g.10gb"], 79)          # gi/ci default to that MIG device's
     p.xid(A100[0], 94, gi=2, ci=0)      # by ids: GPU 0's 3g.20gb (placement 4: GI id 1 + 4/4)
-    p.xid(2, 79)                        # a later fatal event on another GPU: both were handled before it
-    wait_unhealthy(k, [A100[2]])
-    assert k.unhealthy("nvidia.com/mig-2g.10gb") == [MIG0["2g.10gb"]]
+    wait_unhealthy(k, [MIG0["2g.10gb"]], "nvidia.com/mig-2g.10gb")
+    wait_unhealthy(k, [MIG0["3g.20gb"]], "nvidia.com/mig-3g.20gb")
     assert k.unhealthy("nvidia.com/mig-3g.20gb") == [MIG0["3g.20gb"]]
-    assert k.unhealthy("nvidia.com/mig-1g.5gb") == []
-    assert k.allocatable("nvidia.com/mig-1g.5gb") == 2
+    # Both events were handled: the daemon's state now has GPU 0's other MIG devices healthy.
+    assert p.snapshot("nvidia.com/mig-1g.5gb") == {MIG0["1g.5gb-a"]: "Healthy", MIG0["1g.5gb-b"]: "Healthy"}
+    assert k.unhealthy("nvidia.com/mig-1g.5gb") == [] and k.allocatable("nvidia.com/mig-1g.5gb") == 2
 
 
 def test_mig_replicas_marked(plugin):
@@ -223,6 +223,19 @@ def test_lost_gpu_then_recovered(plugin):
     ev = k.wait_event("update", GPU, since=mark, predicate=lambda e: e.data["allocatable"] == 8, timeout=T)
     assert ev.t - t0 < T
     assert f'"device healthy again" uuid="{H100[5]}" was="lost"' in p.log()
+
+
+def test_lost_mig_gpu_marks_its_mig_devices_then_recovers(plugin):
+    p = plugin(profile="a100-mig", args=["--mig-strategy=mixed"], config=FAST_HEALTH, wait=MIXED)
+    k = p.kubelet
+    p.inject(0, "lost")
+    k.wait_for(lambda: k.allocatable("nvidia.com/mig-1g.5gb") == 0 and k.allocatable("nvidia.com/mig-2g.10gb") == 0
+               and k.allocatable("nvidia.com/mig-3g.20gb") == 1, timeout=T)
+    assert k.unhealthy("nvidia.com/mig-3g.20gb") == [MIG0["3g.20gb"]] and k.allocatable(GPU) == 2
+    assert k.allocate("nvidia.com/mig-3g.20gb", 1).device_ids == [MIG1["3g.20gb"]]
+    p.inject(0, "recover")
+    k.wait_for(lambda: k.allocatable("nvidia.com/mig-1g.5gb") == 2 and k.allocatable("nvidia.com/mig-2g.10gb") == 1
+               and k.allocatable("nvidia.com/mig-3g.20gb") == 2, timeout=T)
 
 
 def test_lost_gpu_with_replicas(plugin):

@@ -114,3 +114,21 @@ def test_mig_devices(plugin):
     assert got == [MIG1["3g.20gb"]]
     a = p.kubelet.allocate("nvidia.com/mig-3g.20gb", 2)
     assert sorted(a.device_ids) == sorted(ids) and a.preferred_issues == []
+
+
+def test_degenerate_requests(plugin):
+    from dp_harness import pb, T
+    p = plugin()
+    assert p.preferred(H100, 0) == [] and p.preferred(H100, -3) == [] and p.preferred([], 2) == []
+    assert sorted(p.preferred(H100, 8)) == sorted(H100)
+    got = p.preferred([H100[0]] * 5 + [H100[1]], 2)   # duplicates in the candidates
+    assert sorted(got) == sorted(H100[:2])
+    got = p.preferred(H100, 3, must=[H100[7], H100[7]])
+    assert got.count(H100[7]) == 1 and len(set(got)) == 3
+    # One answer per container request, none for none.
+    stub = p.stub()
+    req = pb.PreferredAllocationRequest(container_requests=[
+        pb.ContainerPreferredAllocationRequest(available_deviceIDs=H100, allocation_size=n) for n in (1, 2, 4)])
+    assert [len(c.deviceIDs) for c in stub.GetPreferredAllocation(req, timeout=T).container_responses] == [1, 2, 4]
+    assert not stub.GetPreferredAllocation(pb.PreferredAllocationRequest(), timeout=T).container_responses
+    assert p.alive()
