@@ -8,7 +8,7 @@ set -eu
 
 PACKAGES="
 build-essential cmake ninja-build pkg-config clang clang-format lld libclang-rt-14-dev
-libjansson-dev libfyaml-dev libcmocka-dev libnghttp2-dev libprotobuf-c-dev
+libjansson-dev libfyaml-dev libcmocka-dev libnghttp2-dev libprotobuf-c-dev libpcre2-dev
 protobuf-c-compiler protobuf-compiler
 valgrind python3 python3-pytest python3-yaml python3-jsonschema
 python3-grpcio python3-grpc-tools python3-protobuf
