@@ -7,7 +7,7 @@ import re
 import grpc
 import pytest
 
-from dp_harness import A100, GPU, H100, MIG0, MIG1, T, driver_root, plugin, rpc_error  # noqa: F401
+from dp_harness import A100, GPU, H100, MIG0, MIG1, driver_root, plugin, rpc_error  # noqa: F401
 
 CDI = "k8s.device-plugin.nvidia.com/gpu="
 ANNOTATION = re.compile(r"^(.*)nvidia-device-plugin_[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")

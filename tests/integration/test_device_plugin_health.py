@@ -11,8 +11,7 @@ import time
 import grpc
 import pytest
 
-from dp_harness import (A100, FAST_HEALTH, GPU, H100, LOST, MIG0, MIG1, T, plugin,  # noqa: F401
-                        rpc_error, snapshot)
+from dp_harness import A100, FAST_HEALTH, GPU, H100, LOST, MIG0, MIG1, T, plugin, rpc_error  # noqa: F401
 
 
 def healthy(k, resource=GPU):

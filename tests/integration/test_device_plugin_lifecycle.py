@@ -2,16 +2,14 @@
 """`gpuplane device-plugin` lifecycle (issue item 1): serve then Register, re-registration when
 kubelet.sock is re-created or our socket disappears, Register retries with back-off, SIGTERM removes only
 our sockets, SIGHUP reloads the config and re-registers."""
-import os
 import signal
 import socket
 import stat
 import time
 
-import grpc
 import pytest
 
-from dp_harness import GPU, H100, T, ke, pb, plugin  # noqa: F401  (plugin is a fixture)
+from dp_harness import GPU, H100, T, pb, plugin  # noqa: F401  (plugin is a fixture)
 
 MIXED = ["nvidia.com/gpu", "nvidia.com/mig-1g.5gb", "nvidia.com/mig-2g.10gb", "nvidia.com/mig-3g.20gb"]
 
