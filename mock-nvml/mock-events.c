@@ -26,7 +26,10 @@
 
 #define LINE_MAX_BYTES 4096
 #define CHUNK_BYTES 65536
-#define WAIT_TICK_MS 20
+/* How often a waiting nvmlEventSetWait_v2 looks at the events file. The driver delivers events at
+ * once; the mock's delay must stay far below the 10 ms that health-to-ListAndWatch is measured
+ * against, and a stat() every 2 ms costs nothing measurable. */
+#define WAIT_TICK_MS 2
 
 /* ---- applying a line ---- */
 
