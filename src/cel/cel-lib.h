@@ -24,7 +24,7 @@
  * A function receives no error values (the evaluator returns an argument's error before calling,
  * unless the overload is CEL_OVL_NONSTRICT) and returns a value or an error value
  * (cel_ctx_error()). Values it returns follow cel-value.h's ownership rule: allocate in
- * cel_ctx_arena(ctx), or return (parts of) the arguments, or static data.
+ * cel_ctx_region(ctx), or return (parts of) the arguments, or static data.
  */
 #pragma once
 
@@ -120,7 +120,7 @@ size_t cel_overload_arity(const struct cel_overload *o);
 /* ---- what a function may do with its evaluation context ---- */
 
 /* The evaluation's arena: allocate returned values here. */
-struct cel_arena *cel_ctx_arena(struct cel_eval_ctx *ctx);
+struct cel_region *cel_ctx_region(struct cel_eval_ctx *ctx);
 
 /* An error value (message formatted into the evaluation's arena). */
 struct cel_value cel_ctx_error(struct cel_eval_ctx *ctx, enum cel_errcode code, const char *fmt,

@@ -5,9 +5,10 @@
  * everything else (strings, bytes, lists, maps, errors, optionals, library objects) is a pointer.
  *
  * OWNERSHIP — the one rule. Values are never freed one by one and carry no reference counts. The
- * memory a value points to belongs to a struct cel_arena and lives until that arena is reset or
+ * memory a value points to belongs to a struct cel_region (an arena)
+ * and lives until that region is reset or
  * released:
- *   - values made during an evaluation are allocated in the evaluation's arena (cel_ctx_arena());
+ *   - values made during an evaluation are allocated in the evaluation's arena (cel_ctx_region());
  *     they are valid until the next cel_eval() with the same context or its release;
  *   - constants of a compiled program live in the program's arena (valid while the program lives);
  *   - values bound in an activation (a device's attributes, --var results) are BORROWED: the
@@ -48,8 +49,8 @@ enum cel_kind {
     CEL_KIND_COUNT,
 };
 
-struct cel_list;
-struct cel_map;
+struct cel_vlist;
+struct cel_vmap;
 struct cel_type;
 struct cel_error;
 struct cel_object;
@@ -65,8 +66,8 @@ struct cel_value {
         uint64_t u;
         double d;
         const char *s; /* CEL_STRING, CEL_BYTES */
-        const struct cel_list *list;
-        const struct cel_map *map;
+        const struct cel_vlist *list;
+        const struct cel_vmap *map;
         const struct cel_type *type;
         const struct cel_value *opt; /* CEL_OPTIONAL: NULL for optional.none() */
         const struct cel_error *err;
@@ -77,12 +78,12 @@ struct cel_value {
 /* The most bytes a string or bytes value may hold (the length is 32 bits). */
 #define CEL_STRING_MAX ((size_t)UINT32_MAX)
 
-struct cel_list {
+struct cel_vlist {
     size_t n;
     const struct cel_value *items;
 };
 
-struct cel_map_entry {
+struct cel_vmap_entry {
     struct cel_value key; /* CEL_BOOL, CEL_INT, CEL_UINT or CEL_STRING */
     struct cel_value value;
 };
@@ -90,10 +91,10 @@ struct cel_map_entry {
 /* A map keeps its entries in insertion order (the order comprehensions iterate) plus an index
  * sorted by key for O(log n) lookup. Keys: bool, int, uint and string; an int and a uint with the
  * same numeric value are the same key ({1: 'a'}[1u] finds 'a'), and a double with an integral
- * value finds them too. Build maps with cel_map_build(). */
-struct cel_map {
+ * value finds them too. Build maps with cel_vmap_build(). */
+struct cel_vmap {
     size_t n;
-    const struct cel_map_entry *entries;
+    const struct cel_vmap_entry *entries;
     const uint32_t *index; /* entries[index[0..n)] sorted by key; NULL when n is small (scan) */
     /* When not NULL, looking up an absent key yields this value instead of a no_such_key error
      * (device.attributes["unknown.domain"] is an empty map, as in Kubernetes). `in` and has()
@@ -189,12 +190,12 @@ static inline struct cel_value cel_bytes(const void *s, size_t len)
     return (struct cel_value){.kind = CEL_BYTES, .n = (uint32_t)len, .s = (const char *)s};
 }
 
-static inline struct cel_value cel_list_value(const struct cel_list *l)
+static inline struct cel_value cel_list_value(const struct cel_vlist *l)
 {
     return (struct cel_value){.kind = CEL_LIST, .list = l};
 }
 
-static inline struct cel_value cel_map_value(const struct cel_map *m)
+static inline struct cel_value cel_map_value(const struct cel_vmap *m)
 {
     return (struct cel_value){.kind = CEL_MAP, .map = m};
 }
@@ -220,60 +221,63 @@ static inline bool cel_is_error(struct cel_value v)
     return v.kind == CEL_ERROR;
 }
 
-/* ---- arenas ---- */
+/* ---- regions (arenas) ---- */
+
+/* Named cel_region, not cel_arena: cel-ast.h's tree arena is a different, private struct. */
 
 /*
- * A bump allocator. Allocation never frees; cel_arena_reset() forgets everything but keeps the
+ * A bump allocator. Allocation never frees; cel_region_reset() forgets everything but keeps the
  * first block, so an evaluation that fits in it allocates nothing from the system after the first
- * run. The total size is capped (cap bytes; 0 means CEL_ARENA_DEFAULT_CAP).
+ * run. The total size is capped (cap bytes; 0 means CEL_REGION_DEFAULT_CAP).
  */
-#define CEL_ARENA_DEFAULT_CAP ((size_t)64 << 20)
+#define CEL_REGION_DEFAULT_CAP ((size_t)64 << 20)
 
-struct cel_arena_block;
-struct cel_arena_defer;
+struct cel_region_block;
+struct cel_region_defer;
 
-struct cel_arena {
-    struct cel_arena_block *head; /* the block being filled; older ones chained behind it */
-    size_t used;                  /* bytes handed out from all blocks */
-    size_t total;                 /* bytes of all blocks */
+struct cel_region {
+    struct cel_region_block *head; /* the block being filled; older ones chained behind it */
+    size_t used;                   /* bytes handed out from all blocks */
+    size_t total;                  /* bytes of all blocks */
     size_t cap;
-    struct cel_arena_defer *defers; /* cleanups run on reset/release, newest first */
+    struct cel_region_defer *defers; /* cleanups run on reset/release, newest first */
 };
 
-void cel_arena_init(struct cel_arena *a, size_t cap);
+void cel_region_init(struct cel_region *a, size_t cap);
 /* Runs the deferred cleanups and frees every block. */
-void cel_arena_release(struct cel_arena *a);
+void cel_region_release(struct cel_region *a);
 /* Runs the deferred cleanups and forgets all allocations; keeps one block for reuse. */
-void cel_arena_reset(struct cel_arena *a);
+void cel_region_reset(struct cel_region *a);
 /* size bytes aligned for any value; NULL past the cap or when malloc fails. */
-void *cel_arena_alloc(struct cel_arena *a, size_t size);
+void *cel_region_alloc(struct cel_region *a, size_t size);
 /* A copy of n bytes plus a NUL terminator (so the copy is also a C string); NULL as above. */
-char *cel_arena_strndup(struct cel_arena *a, const char *s, size_t n);
+char *cel_region_strndup(struct cel_region *a, const char *s, size_t n);
 /* Calls fn(data) when the arena is reset or released: for objects that hold outside resources (a
  * compiled regex). -ENOMEM when the bookkeeping cannot be allocated (fn is then called at once). */
-_wur_ int cel_arena_defer(struct cel_arena *a, void (*fn)(void *data), void *data);
+_wur_ int cel_region_defer(struct cel_region *a, void (*fn)(void *data), void *data);
 
 /* ---- building aggregates (in an arena) ---- */
 
 /* A list of n items, copied from items (which may be NULL when n is 0). NULL on allocation failure.
  */
-const struct cel_list *cel_list_new(struct cel_arena *a, const struct cel_value *items, size_t n);
+const struct cel_vlist *cel_vlist_new(struct cel_region *a, const struct cel_value *items,
+                                      size_t n);
 
 /*
  * Builds a map from n entries (copied; insertion order kept) and its lookup index. Fails with
  * -EINVAL when a key is not bool/int/uint/string, -EEXIST on a repeated key (1 and 1u are the same
  * key), -ENOMEM. On success *ret_map is set.
  */
-_wur_ int cel_map_build(struct cel_arena *a, const struct cel_map_entry *entries, size_t n,
-                        const struct cel_value *absent, const struct cel_map **ret_map);
+_wur_ int cel_vmap_build(struct cel_region *a, const struct cel_vmap_entry *entries, size_t n,
+                         const struct cel_value *absent, const struct cel_vmap **ret_map);
 
 /* optional.of(v): v copied into the arena. An error value (CEL_ERR_MEMORY) on allocation failure.
  */
-struct cel_value cel_optional_of(struct cel_arena *a, struct cel_value v);
+struct cel_value cel_optional_of(struct cel_region *a, struct cel_value v);
 
 /* An error value with a printf-formatted message allocated in a. On allocation failure a static
  * CEL_ERR_MEMORY error is returned instead, so the result is always an error value. */
-struct cel_value cel_error_new(struct cel_arena *a, enum cel_errcode code, const char *fmt, ...)
+struct cel_value cel_error_new(struct cel_region *a, enum cel_errcode code, const char *fmt, ...)
     _printf_(3, 4);
 /* An error value whose message is a static string (no allocation). */
 struct cel_value cel_error_static(const struct cel_error *err);
@@ -282,10 +286,10 @@ struct cel_value cel_error_static(const struct cel_error *err);
 
 /* Looks key up in m: *ret_value set and true when present. A double key with an integral value
  * finds an int/uint key of that value. Does not apply m->absent. */
-bool cel_map_find(const struct cel_map *m, struct cel_value key, struct cel_value *ret_value);
+bool cel_vmap_find(const struct cel_vmap *m, struct cel_value key, struct cel_value *ret_value);
 /* Same with a string key given as pointer + length (the fast path for m.field / m["name"]). */
-bool cel_map_find_str(const struct cel_map *m, const char *s, size_t len,
-                      struct cel_value *ret_value);
+bool cel_vmap_find_str(const struct cel_vmap *m, const char *s, size_t len,
+                       struct cel_value *ret_value);
 
 /* CEL equality (==) at run time: heterogeneous numeric equality (1 == 1u == 1.0 when values are
  * equal), NaN unequal to itself, lists/maps element-wise, different kinds unequal. Neither a nor
@@ -305,9 +309,6 @@ const struct cel_type *cel_value_type(struct cel_value v);
 
 /* The kind's name for messages ("int", "string", "map", ...); objects use their type name. */
 const char *cel_value_type_name(struct cel_value v);
-
-/* Number of Unicode code points in a UTF-8 string value (size() of a string). */
-size_t cel_utf8_count(const char *s, size_t len);
 
 /*
  * Appends v as a CEL literal, exactly as `gpuplane cel eval` prints it: 1, 1u, 1.0 / 1e+100
