@@ -79,7 +79,7 @@ static int fail_member(const struct doc *doc, const json_t *obj, const char *key
     return r;
 }
 
-static const char *type_name(const json_t *v)
+const char *doc_type_name(const json_t *v)
 {
     if (!v)
         return "nothing";
@@ -103,21 +103,21 @@ static const char *type_name(const json_t *v)
     }
 }
 
-/* Looks key up in obj and checks that its value is of the kind type_name() calls want: the value,
- * NULL when absent and optional, or the error. */
+/* Looks key up in obj and checks that its value is of the kind doc_type_name() calls want: the
+ * value, NULL when absent and optional, or the error. */
 static int get_member(const struct doc *doc, const json_t *obj, const char *key, bool required,
                       const char *want, struct diag *d, json_t **ret)
 {
     json_t *v;
 
     if (!json_is_object(obj))
-        return doc_fail(doc, obj, d, -EINVAL, "expected a mapping, got %s", type_name(obj));
+        return doc_fail(doc, obj, d, -EINVAL, "expected a mapping, got %s", doc_type_name(obj));
     v = json_object_get(obj, key);
     if (!v && required)
         return doc_fail(doc, obj, d, -EINVAL, "missing required key \"%s\"", key);
-    if (v && strcmp(type_name(v), want) != 0)
+    if (v && strcmp(doc_type_name(v), want) != 0)
         return fail_member(doc, obj, key, v, d, "\"%s\": expected %s %s, got %s", key,
-                           want[0] == 'i' ? "an" : "a", want, type_name(v));
+                           want[0] == 'i' ? "an" : "a", want, doc_type_name(v));
     *ret = v;
     return 0;
 }
@@ -190,7 +190,7 @@ int doc_check_keys(const struct doc *doc, const json_t *obj, const char *const *
     json_t *v = NULL;
 
     if (!json_is_object(obj))
-        return doc_fail(doc, obj, d, -EINVAL, "expected a mapping, got %s", type_name(obj));
+        return doc_fail(doc, obj, d, -EINVAL, "expected a mapping, got %s", doc_type_name(obj));
     json_object_foreach((json_t *)obj, key, v)
     {
         const struct pos_entry *e;

@@ -71,6 +71,9 @@ _wur_ int doc_get_array(const struct doc *doc, const json_t *obj, const char *ke
                         struct diag *d, json_t **ret);
 _wur_ int doc_get_object(const struct doc *doc, const json_t *obj, const char *key, bool required,
                          struct diag *d, json_t **ret);
+/* What messages call the YAML type of v: "mapping", "sequence", "string", "integer", "number",
+ * "boolean", "null", or "nothing" for NULL (an absent value). */
+const char *doc_type_name(const json_t *v);
 /* Fails at the first key of obj that is not in the NULL-terminated list: catches typos in configs.
  */
 _wur_ int doc_check_keys(const struct doc *doc, const json_t *obj, const char *const *allowed,

@@ -626,28 +626,6 @@ static json_t *member(const json_t *obj, const char *key)
     return v && !json_is_null(v) ? v : NULL;
 }
 
-static const char *type_name(const json_t *v)
-{
-    switch (json_typeof(v)) {
-    case JSON_OBJECT:
-        return "mapping";
-    case JSON_ARRAY:
-        return "sequence";
-    case JSON_STRING:
-        return "string";
-    case JSON_INTEGER:
-        return "integer";
-    case JSON_REAL:
-        return "number";
-    case JSON_TRUE:
-    case JSON_FALSE:
-        return "boolean";
-    case JSON_NULL:
-    default:
-        return "null";
-    }
-}
-
 /* Fails at v, or at the member key of obj when v (a shared true/false/null) has no position. */
 static int fail_at(const struct loader *l, const json_t *obj, const char *key, const json_t *v,
                    const char *fmt, ...) _printf_(5, 6);
@@ -687,7 +665,7 @@ static int join_items(const struct loader *l, const struct dp_setting *s, const 
         unsigned bit;
         if (ints ? !json_is_integer(item) : !json_is_string(item))
             return fail_at(l, seq, leaf, item, "\"%s\": expected a sequence of %s, got %s", leaf,
-                           ints ? "integers" : "strings", type_name(item));
+                           ints ? "integers" : "strings", doc_type_name(item));
         if (s->kind == DP_KIND_LIST_STRATEGY &&
             dp_list_strategy_from_string(json_string_value(item), &bit) < 0) {
             char why[WHY_MAX];
@@ -712,7 +690,7 @@ static int value_text(const struct loader *l, const struct dp_setting *s, const 
     case DP_KIND_BOOL:
         if (!json_is_boolean(v))
             return fail_at(l, obj, leaf, v, "\"%s\": expected a boolean, got %s", leaf,
-                           type_name(v));
+                           doc_type_name(v));
         return strbuf_addstr(out, json_is_true(v) ? "true" : "false");
     case DP_KIND_STRINGS:
     case DP_KIND_LIST_STRATEGY:
@@ -720,17 +698,17 @@ static int value_text(const struct loader *l, const struct dp_setting *s, const 
             return join_items(l, s, leaf, v, out);
         if (!json_is_string(v))
             return fail_at(l, obj, leaf, v, "\"%s\": expected a string or a sequence, got %s", leaf,
-                           type_name(v));
+                           doc_type_name(v));
         return strbuf_addstr(out, json_string_value(v));
     case DP_KIND_CHANNELS:
         if (!json_is_array(v))
             return fail_at(l, obj, leaf, v, "\"%s\": expected a sequence, got %s", leaf,
-                           type_name(v));
+                           doc_type_name(v));
         return join_items(l, s, leaf, v, out);
     default:
         if (!json_is_string(v))
             return fail_at(l, obj, leaf, v, "\"%s\": expected a string, got %s", leaf,
-                           type_name(v));
+                           doc_type_name(v));
         return strbuf_addstr(out, json_string_value(v));
     }
 }
@@ -792,7 +770,7 @@ static int load_gfd(const struct loader *l, const json_t *gfd)
         json_t *v = member(gfd, keys[i]);
         if (v && (is_bool[i] ? !json_is_boolean(v) : !json_is_string(v)))
             r = fail_at(l, gfd, keys[i], v, "\"%s\": expected a %s, got %s", keys[i],
-                        is_bool[i] ? "boolean" : "string", type_name(v));
+                        is_bool[i] ? "boolean" : "string", doc_type_name(v));
     }
     return r;
 }
@@ -822,7 +800,7 @@ static int resource_name(const struct loader *l, const json_t *obj, const char *
 {
     const char *why = NULL;
     if (!json_is_string(v))
-        return fail_at(l, obj, key, v, "\"%s\": expected a string, got %s", key, type_name(v));
+        return fail_at(l, obj, key, v, "\"%s\": expected a string, got %s", key, doc_type_name(v));
     int r = dp_resource_name_normalize(json_string_value(v), ret, &why);
     if (r == -EINVAL)
         return doc_fail(l->doc, v, l->d, r, "\"%s\": invalid resource name \"%s\": %s", key,
@@ -924,7 +902,7 @@ static int load_device(const struct loader *l, const json_t *seq, json_t *item, 
     else if (!json_is_string(ref))
         return fail_at(l, ref == item ? seq : item, "device", ref,
                        "expected a GPU index, a device id or {device, replicas}, got %s",
-                       type_name(ref));
+                       doc_type_name(ref));
     if (!valid_device_id(id))
         return doc_fail(l->doc, ref, l->d, -EINVAL,
                         "invalid device \"%s\": want a GPU index, <gpu>:<mig> indices, or a "
@@ -987,7 +965,8 @@ static int load_devices(const struct loader *l, const json_t *obj, json_t *v,
     if (json_is_array(v))
         return load_device_list(l, v, res);
     return fail_at(l, obj, "devices", v,
-                   "\"devices\": expected \"all\", a count or a sequence, got %s", type_name(v));
+                   "\"devices\": expected \"all\", a count or a sequence, got %s",
+                   doc_type_name(v));
 }
 
 /* Every device listed carries its own replicas, so the resource need not say. */
@@ -1215,7 +1194,7 @@ static int load_duration(const struct loader *l, const json_t *obj, const char *
         return 0;
     if (!json_is_string(v))
         return fail_at(l, obj, key, v, "\"%s\": expected a duration string such as \"5s\", got %s",
-                       key, type_name(v));
+                       key, doc_type_name(v));
     int r = parse_duration(json_string_value(v), &ms);
     if (r == -EINVAL)
         return doc_fail(l->doc, v, l->d, r,
@@ -1246,12 +1225,12 @@ static int load_xids(const struct loader *l, const json_t *obj, const char *key,
     }
     if (!json_is_array(v))
         return fail_at(l, obj, key, v, "\"%s\": expected \"all\" or a sequence of XIDs, got %s",
-                       key, type_name(v));
+                       key, doc_type_name(v));
     json_array_foreach(v, i, item)
     {
         if (!json_is_integer(item))
             return fail_at(l, v, key, item, "\"%s\": expected an XID number, got %s", key,
-                           type_name(item));
+                           doc_type_name(item));
         if (json_integer_value(item) < 1 || json_integer_value(item) > DP_XID_MAX)
             return doc_fail(l->doc, item, l->d, -EINVAL,
                             "\"%s\": invalid XID %" JSON_INTEGER_FORMAT ": want 1 to %d", key,
