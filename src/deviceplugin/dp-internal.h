@@ -39,8 +39,6 @@ void dp_plugin_shutdown(struct dp_plugin *p, void (*done)(void *userdata), void 
 /* Serves res from now on: a rebuilt resource of the same name (and so the same endpoint) that
  * replaces the one the plugin was made with; the open streams stay (broadcast to tell them). */
 void dp_plugin_set_resource(struct dp_plugin *p, struct dp_resource *res);
-const struct dp_resource *dp_plugin_resource(const struct dp_plugin *p);
-size_t dp_plugin_streams(const struct dp_plugin *p);
 /* Immediate stop (removes our socket). NULL-safe; returns NULL. */
 struct dp_plugin *dp_plugin_free(struct dp_plugin *p);
 DEFINE_POINTER_CLEANUP(struct dp_plugin, dp_plugin_free)
@@ -61,7 +59,6 @@ void dp_registrar_start(struct dp_registrar *r);
  * (a kubelet restart deletes our socket first; when that removal is read from inotify before the
  * creation, the Register it triggers may already have reached the new kubelet). */
 void dp_registrar_kubelet_created(struct dp_registrar *r);
-bool dp_registrar_registered(const struct dp_registrar *r);
 struct dp_registrar *dp_registrar_free(struct dp_registrar *r);
 DEFINE_POINTER_CLEANUP(struct dp_registrar, dp_registrar_free)
 

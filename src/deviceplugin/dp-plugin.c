@@ -285,16 +285,6 @@ void dp_plugin_set_resource(struct dp_plugin *p, struct dp_resource *res)
     p->res = res;
 }
 
-const struct dp_resource *dp_plugin_resource(const struct dp_plugin *p)
-{
-    return p->res;
-}
-
-size_t dp_plugin_streams(const struct dp_plugin *p)
-{
-    return p->streams.len;
-}
-
 struct dp_plugin *dp_plugin_free(struct dp_plugin *p)
 {
     if (!p)

@@ -166,11 +166,6 @@ void dp_registrar_kubelet_created(struct dp_registrar *r)
     dp_registrar_start(r);
 }
 
-bool dp_registrar_registered(const struct dp_registrar *r)
-{
-    return r->registered;
-}
-
 struct dp_registrar *dp_registrar_free(struct dp_registrar *r)
 {
     if (!r)
