@@ -288,12 +288,6 @@ int gpu_health_start_with(struct gpu_nvml *nvml, const struct gpu_inventory *inv
     return 0;
 }
 
-int gpu_health_start(struct gpu_nvml *nvml, const struct gpu_inventory *inv, struct ev_loop *loop,
-                     gpu_health_fn fn, void *userdata, struct gpu_health **ret)
-{
-    return gpu_health_start_with(nvml, inv, loop, NULL, fn, userdata, ret);
-}
-
 struct gpu_health *gpu_health_stop(struct gpu_health *h)
 {
     if (!h)

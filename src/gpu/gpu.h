@@ -158,6 +158,11 @@ typedef void (*gpu_health_fn)(const struct gpu_health_event *event, void *userda
 
 struct gpu_health;
 
+struct gpu_health_options {
+    unsigned wait_timeout_ms;  /* one nvmlEventSetWait_v2; 0 = 5000, NVIDIA's value */
+    unsigned error_backoff_ms; /* pause after a failed wait; 0 = 1000 */
+};
+
 /*
  * Registers XID and ECC events (masked by what each GPU supports) on every full GPU of the
  * inventory and waits for them on a worker thread; each event is posted to loop and passed to fn
@@ -166,17 +171,9 @@ struct gpu_health;
  * skipped (the inventory already says they are lost). The inventory is copied and may be freed
  * afterwards; nvml and loop must outlive the returned object. A failed wait is reported as an event
  * with wait_error set and gpu_index -1, after which the thread pauses (error_backoff_ms) before
- * waiting again. -EOPNOTSUPP when the library has no event sets at all.
+ * waiting again. -EOPNOTSUPP when the library has no event sets at all. opts sets the timings
+ * (the daemon and tests use shorter waits); NULL = defaults.
  */
-_wur_ int gpu_health_start(struct gpu_nvml *nvml, const struct gpu_inventory *inv,
-                           struct ev_loop *loop, gpu_health_fn fn, void *userdata,
-                           struct gpu_health **ret);
-
-struct gpu_health_options {
-    unsigned wait_timeout_ms;  /* one nvmlEventSetWait_v2; 0 = 5000, NVIDIA's value */
-    unsigned error_backoff_ms; /* pause after a failed wait; 0 = 1000 */
-};
-/* gpu_health_start with explicit timings (tests use short ones); opts NULL = defaults. */
 _wur_ int gpu_health_start_with(struct gpu_nvml *nvml, const struct gpu_inventory *inv,
                                 struct ev_loop *loop, const struct gpu_health_options *opts,
                                 gpu_health_fn fn, void *userdata, struct gpu_health **ret);
