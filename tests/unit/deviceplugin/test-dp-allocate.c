@@ -13,6 +13,22 @@ static void fixed_uuid(char out[37])
     snprintf(out, 37, "%s", "0b8d7e2e-1111-4222-8333-444455556666");
 }
 
+/* Runs dp_allocate on ids (comma list) in one container request. */
+static int allocate_one(struct node *n, const struct dp_alloc_ctx *ctx, const char *resource,
+                        const char *ids, struct dp_error *err, V1beta1__AllocateResponse **resp)
+{
+    V1beta1__ContainerAllocateRequest creq = V1BETA1__CONTAINER_ALLOCATE_REQUEST__INIT;
+    V1beta1__ContainerAllocateRequest *creqs[] = {&creq};
+    V1beta1__AllocateRequest req = V1BETA1__ALLOCATE_REQUEST__INIT;
+    char **v = test_split(ids, &creq.n_devices_ids);
+    creq.devices_ids = v;
+    req.n_container_requests = 1;
+    req.container_requests = creqs;
+    int r = dp_allocate(ctx, node_resource(n, resource), &req, err, resp);
+    free(v);
+    return r;
+}
+
 /* Allocates ids (comma list) in one container request; asserts success. */
 static V1beta1__AllocateResponse *allocate_ok(struct node *n, const char *resource, const char *ids,
                                               bool all_nodes)
@@ -22,19 +38,10 @@ static V1beta1__AllocateResponse *allocate_ok(struct node *n, const char *resour
     for (size_t i = 0; i < DP_N_NODES; i++)
         ctx.node_present[i] = all_nodes && i != DP_NODE_MODESET;
     ctx.uuid_fn = fixed_uuid;
-    V1beta1__ContainerAllocateRequest creq = V1BETA1__CONTAINER_ALLOCATE_REQUEST__INIT;
-    V1beta1__ContainerAllocateRequest *creqs[] = {&creq};
-    V1beta1__AllocateRequest req = V1BETA1__ALLOCATE_REQUEST__INIT;
-    char **v = test_split(ids, &creq.n_devices_ids);
-    creq.devices_ids = v;
-    req.n_container_requests = 1;
-    req.container_requests = creqs;
     V1beta1__AllocateResponse *resp = NULL;
     struct dp_error err = {0};
-    int r = dp_allocate(&ctx, node_resource(n, resource), &req, &err, &resp);
-    if (r < 0)
+    if (allocate_one(n, &ctx, resource, ids, &err, &resp) < 0)
         fail_msg("dp_allocate: %s", err.msg);
-    free(v);
     assert_int_equal(resp->n_container_responses, 1);
     /* It must be a valid message. */
     assert_true(protobuf_c_message_check(&resp->base));
@@ -240,18 +247,10 @@ static struct dp_error allocate_fail(struct node *n, const char *resource, const
 {
     struct dp_alloc_ctx ctx;
     dp_alloc_ctx_init(&ctx, &n->cfg);
-    V1beta1__ContainerAllocateRequest creq = V1BETA1__CONTAINER_ALLOCATE_REQUEST__INIT;
-    V1beta1__ContainerAllocateRequest *creqs[] = {&creq};
-    V1beta1__AllocateRequest req = V1BETA1__ALLOCATE_REQUEST__INIT;
-    char **v = test_split(ids, &creq.n_devices_ids);
-    creq.devices_ids = v;
-    req.n_container_requests = 1;
-    req.container_requests = creqs;
     V1beta1__AllocateResponse *resp = NULL;
     struct dp_error err = {0};
-    assert_int_equal(dp_allocate(&ctx, node_resource(n, resource), &req, &err, &resp), -EINVAL);
+    assert_int_equal(allocate_one(n, &ctx, resource, ids, &err, &resp), -EINVAL);
     assert_null(resp);
-    free(v);
     return err;
 }
 
