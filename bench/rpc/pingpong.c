@@ -3,8 +3,8 @@
  * The floor under bench/rpc: a round trip of the byte counts of one unary gRPC call (127 octets
  * out, 118 back: what grpc-go sends and what gpuplane answers for a 64-byte Echo) between two
  * processes over a unix stream socket pair, with blocking reads and no gRPC at all. The child runs
- * on CPU 0, the parent on CPU 1 when there are two (both on CPU 0 with "same"). Prints one JSON line
- * like the peers' bench.
+ * on CPU 0, the parent on CPU 1 when there are two (both on CPU 0 with "same"). Prints one JSON
+ * line like the peers' bench.
  *
  *   pingpong [CALLS] [WARMUP] [same]
  *
@@ -117,9 +117,9 @@ int main(int argc, char **argv)
     printf("{\"client\": \"pingpong\", \"connections\": 1, \"calls\": %zu, \"errors\": 0, "
            "\"seconds\": %.6f, \"calls_per_s\": %.1f, \"p50_us\": %.3f, \"p99_us\": %.3f, "
            "\"p999_us\": %.3f, \"max_us\": %.3f, \"mean_us\": %.3f}\n",
-           calls, (double)start / 1e9, (double)calls * 1e9 / (double)start,
-           pct_us(lat, calls, 0.5), pct_us(lat, calls, 0.99), pct_us(lat, calls, 0.999),
-           pct_us(lat, calls, 1), (double)sum / 1e3 / (double)calls);
+           calls, (double)start / 1e9, (double)calls * 1e9 / (double)start, pct_us(lat, calls, 0.5),
+           pct_us(lat, calls, 0.99), pct_us(lat, calls, 0.999), pct_us(lat, calls, 1),
+           (double)sum / 1e3 / (double)calls);
     free(lat);
     return 0;
 }

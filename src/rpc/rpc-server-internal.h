@@ -55,7 +55,7 @@ struct rpc_conn {
     bool dead;              /* to be closed by the reaper */
     bool goaway_final;      /* the last-stream GOAWAY has been submitted */
     bool notice_sent;
-    bool flush_pending; /* output submitted outside the I/O callback: the reaper flushes it */
+    bool flush_pending;     /* output submitted outside the I/O callback: the reaper flushes it */
     bool deadlines_pending; /* a call got a deadline whose timer is not armed yet */
 };
 
