@@ -26,6 +26,10 @@
  * checker's recursion on the tree, which is never deeper than the parse was). */
 #define CEL_EXPR_MAX_LEN ((size_t)100 * 1024)
 #define CEL_PARSE_MAX_DEPTH 250
+/* The tallest tree cel_parse() returns (left-associative chains such as a + b + c grow the tree
+ * without nesting the grammar, so this is checked on the finished tree). Walkers of a parsed tree
+ * may recurse this deep. */
+#define CEL_AST_MAX_DEPTH 500
 /* The most nodes one tree may hold (a cap on the arena, far above what CEL_EXPR_MAX_LEN allows
  * after macro expansion). */
 #define CEL_AST_MAX_NODES ((uint32_t)1 << 20)
