@@ -137,6 +137,9 @@ struct macro_def {
     enum cel_macro macro;
 };
 
+/* The index of map(x, t) in macros[], which sortBy reuses. */
+#define MAP_MACRO 8
+
 static const struct macro_def macros[] = {
     {"all", 1, 2, SHAPE_ALL, CEL_MACRO_ALL},
     {"all", 2, 3, SHAPE_ALL, CEL_MACRO_ALL},
@@ -146,7 +149,7 @@ static const struct macro_def macros[] = {
     {"exists_one", 2, 3, SHAPE_EXISTS_ONE, CEL_MACRO_EXISTS_ONE},
     {"existsOne", 1, 2, SHAPE_EXISTS_ONE, CEL_MACRO_EXISTS_ONE},
     {"existsOne", 2, 3, SHAPE_EXISTS_ONE, CEL_MACRO_EXISTS_ONE},
-    {"map", 1, 2, SHAPE_LIST, CEL_MACRO_MAP},
+    [MAP_MACRO] = {"map", 1, 2, SHAPE_LIST, CEL_MACRO_MAP},
     {"map", 1, 3, SHAPE_LIST, CEL_MACRO_MAP},
     {"filter", 1, 2, SHAPE_FILTER, CEL_MACRO_FILTER},
     {"transformList", 2, 3, SHAPE_LIST, CEL_MACRO_TRANSFORM_LIST},
@@ -209,16 +212,16 @@ static void loop_parts(struct expander *x, const struct macro_def *m, const char
 }
 
 static int expand_comprehension(struct expander *x, const struct macro_def *m,
+                                struct cel_node *target, struct cel_node **args, uint32_t nargs,
                                 struct cel_node **ret)
 {
-    const struct cel_macro_call *call = x->call;
     const char *vars[2] = {NULL, NULL};
     int r;
     for (uint32_t i = 0; i < m->nvars; i++)
-        if ((r = var_name(x, call->args[i], &vars[i])) < 0)
+        if ((r = var_name(x, args[i], &vars[i])) < 0)
             return r;
     if (m->nvars == 2 && strcmp(vars[0], vars[1]) == 0)
-        return macro_fail(x, call->args[1], "duplicate variable name");
+        return macro_fail(x, args[1], "duplicate variable name");
     struct cel_node *n = mk(x, CEL_NODE_COMPREHENSION);
     if (!n)
         return diag_fail(x->d, -ENOMEM, "out of memory");
@@ -230,9 +233,9 @@ static int expand_comprehension(struct expander *x, const struct macro_def *m,
     c->iter_slot = x->ast->nlocals++;
     c->iter_slot2 = m->nvars == 2 ? x->ast->nlocals++ : 0;
     c->accu_slot = x->ast->nlocals++;
-    c->iter_range = call->target;
-    struct cel_node *pred = call->nargs - m->nvars == 2 ? call->args[m->nvars] : NULL;
-    loop_parts(x, m, vars, pred, call->args[call->nargs - 1], c);
+    c->iter_range = target;
+    struct cel_node *pred = nargs - m->nvars == 2 ? args[m->nvars] : NULL;
+    loop_parts(x, m, vars, pred, args[nargs - 1], c);
     if (x->failed || !c->accu_init || !c->loop_cond || !c->loop_step || !c->result)
         return diag_fail(x->d, -ENOMEM, "out of memory");
     *ret = n;
@@ -251,16 +254,12 @@ static int expand_has(struct expander *x, struct cel_node **ret)
 }
 
 /* cel.bind(v, init, e) -> comprehension over [] with accumulator v = init, result e */
-static int expand_bind(struct expander *x, struct cel_node **ret)
+static struct cel_node *make_bind(struct expander *x, const char *name, struct cel_node *init,
+                                  struct cel_node *result)
 {
-    const struct cel_macro_call *call = x->call;
-    const char *name = NULL;
-    int r = var_name(x, call->args[0], &name);
-    if (r < 0)
-        return r;
     struct cel_node *n = mk(x, CEL_NODE_COMPREHENSION);
-    if (!n)
-        return diag_fail(x->d, -ENOMEM, "out of memory");
+    if (!n || !init || !result)
+        return NULL;
     struct cel_comprehension *c = &n->u.comp;
     c->macro = CEL_MACRO_BIND;
     c->iter_var = "#unused";
@@ -268,14 +267,83 @@ static int expand_bind(struct expander *x, struct cel_node **ret)
     c->iter_slot = x->ast->nlocals++;
     c->accu_slot = x->ast->nlocals++;
     c->iter_range = mk_empty(x, CEL_NODE_LIST);
-    c->accu_init = call->args[1];
+    c->accu_init = init;
     c->loop_cond = mk_bool(x, false);
     c->loop_step = mk_ident(x, name);
-    c->result = call->args[2];
-    if (x->failed)
-        return diag_fail(x->d, -ENOMEM, "out of memory");
-    *ret = n;
-    return 0;
+    c->result = result;
+    return x->failed ? NULL : n;
+}
+
+static int expand_bind(struct expander *x, struct cel_node **ret)
+{
+    const struct cel_macro_call *call = x->call;
+    const char *name = NULL;
+    int r = var_name(x, call->args[0], &name);
+    if (r < 0)
+        return r;
+    *ret = make_bind(x, name, call->args[1], call->args[2]);
+    return *ret ? 0 : diag_fail(x->d, -ENOMEM, "out of memory");
+}
+
+/* A named call, receiver style when target is not NULL. */
+static struct cel_node *mk_call(struct expander *x, const char *name, struct cel_node *target,
+                                struct cel_node *arg)
+{
+    struct cel_node *n = mk(x, CEL_NODE_CALL);
+    if (!n || !target)
+        return NULL;
+    n->u.call.name = name;
+    n->u.call.name_len = strlen(name);
+    n->u.call.target = target;
+    if (arg) {
+        n->u.call.args = cel_ast_alloc(x->ast, sizeof(*n->u.call.args));
+        if (!n->u.call.args) {
+            x->failed = true;
+            return NULL;
+        }
+        n->u.call.args[0] = arg;
+        n->u.call.nargs = 1;
+    }
+    return n;
+}
+
+/* l.sortBy(e, key) -> cel.bind(@__sortBy_input__, l,
+ *                        @__sortBy_input__.@sortByAssociatedKeys(@__sortBy_input__.map(e, key)))
+ * (the lists extension's macro: the keys are computed once, then the list sorted by them) */
+static int expand_sort_by(struct expander *x, struct cel_node **ret)
+{
+    static const char input[] = "@__sortBy_input__";
+    const struct cel_macro_call *call = x->call;
+    struct cel_node *keys = NULL;
+    int r = expand_comprehension(x, &macros[MAP_MACRO], mk_ident(x, input), call->args, 2, &keys);
+    if (r < 0)
+        return r;
+    struct cel_node *sorted = mk_call(x, "@sortByAssociatedKeys", mk_ident(x, input), keys);
+    *ret = make_bind(x, input, call->target, sorted);
+    return *ret ? 0 : diag_fail(x->d, -ENOMEM, "out of memory");
+}
+
+/* o.optMap(v, e)     -> o.hasValue() ? optional.of(cel.bind(v, o.value(), e)) : optional.none()
+ * o.optFlatMap(v, e) -> o.hasValue() ? cel.bind(v, o.value(), e) : optional.none()
+ * with o itself bound once to a hidden variable, so the tree stays a tree (no shared subtree, no
+ * copy that doubles with every chained optMap). */
+static int expand_opt_map(struct expander *x, bool flat, struct cel_node **ret)
+{
+    static const char target[] = "@__optMap_target__";
+    const struct cel_macro_call *call = x->call;
+    const char *name = NULL;
+    int r = var_name(x, call->args[0], &name);
+    if (r < 0)
+        return r;
+    struct cel_node *bound =
+        make_bind(x, name, mk_call(x, "value", mk_ident(x, target), NULL), call->args[1]);
+    if (!flat)
+        bound = mk_call(x, "of", mk_ident(x, "optional"), bound);
+    struct cel_node *cond =
+        mk_op(x, CEL_OP_COND, 3, mk_call(x, "hasValue", mk_ident(x, target), NULL), bound,
+              mk_call(x, "none", mk_ident(x, "optional"), NULL));
+    *ret = make_bind(x, target, call->target, cond);
+    return *ret && !x->failed ? 0 : diag_fail(x->d, -ENOMEM, "out of memory");
 }
 
 static bool name_is(const struct cel_macro_call *c, const char *s)
@@ -296,8 +364,12 @@ int cel_macro_expand(struct cel_ast *ast, const struct cel_macro_call *call, str
     if (name_is(call, "bind") && call->nargs == 3 && call->target->kind == CEL_NODE_IDENT &&
         !call->target->u.ident.leading_dot && strcmp(call->target->u.ident.name, "cel") == 0)
         return expand_bind(&x, ret);
+    if (name_is(call, "sortBy") && call->nargs == 2)
+        return expand_sort_by(&x, ret);
+    if ((name_is(call, "optMap") || name_is(call, "optFlatMap")) && call->nargs == 2)
+        return expand_opt_map(&x, name_is(call, "optFlatMap"), ret);
     for (size_t i = 0; i < ARRAY_SIZE(macros); i++)
         if (name_is(call, macros[i].name) && call->nargs == macros[i].nargs)
-            return expand_comprehension(&x, &macros[i], ret);
+            return expand_comprehension(&x, &macros[i], call->target, call->args, call->nargs, ret);
     return 0;
 }

@@ -174,6 +174,18 @@ static void test_macros(void **state)
          "(comp y [1] @result false (@not_strictly_false (!_ @result)) (_||_ @result (comp y [0] "
          "@result false (@not_strictly_false (!_ @result)) (_||_ @result (_==_ y 0)) @result)) "
          "@result)"},
+        {"l.sortBy(e, -e)",
+         "(comp #unused [] @__sortBy_input__ l false @__sortBy_input__ (@sortByAssociatedKeys "
+         ".@__sortBy_input__ (comp e @__sortBy_input__ @result [] true (@list_append @result "
+         "(-_ e)) @result)))"},
+        {"o.optMap(v, v + 1)",
+         "(comp #unused [] @__optMap_target__ o false @__optMap_target__ (_?_:_ (hasValue "
+         ".@__optMap_target__) (of .optional (comp #unused [] v (value .@__optMap_target__) "
+         "false v (_+_ v 1))) (none .optional)))"},
+        {"o.optFlatMap(v, v.?f)",
+         "(comp #unused [] @__optMap_target__ o false @__optMap_target__ (_?_:_ (hasValue "
+         ".@__optMap_target__) (comp #unused [] v (value .@__optMap_target__) false v (?. v f)) "
+         "(none .optional)))"},
         /* Not macros: wrong arity, no receiver, a leading dot. */
         {"l.all(x)", "(all .l x)"},
         {"all(l, x, p)", "(all l x p)"},
@@ -252,6 +264,7 @@ static void test_errors(void **state)
         {"l.all(1, true)", -EINVAL, "argument must be a simple name"},
         {"m.all(k, k, true)", -EINVAL, "duplicate variable name"},
         {"cel.bind(a.b, 1, 2)", -EINVAL, "argument must be a simple name"},
+        {"o.optMap(1, 2)", -EINVAL, "argument must be a simple name"},
         {"(a + b){}", -EINVAL, "Syntax error"},
         {"f(){}", -EINVAL, "Syntax error"},
         {"a = b", -EINVAL, "token recognition error"},
