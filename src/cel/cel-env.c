@@ -54,7 +54,7 @@ int cel_env_new_dra(struct cel_env **ret_env)
 
     if (err < 0)
         return err;
-    err = cel_env_declare(env, "device", "kubernetes.DRADevice");
+    err = cel_env_declare(env, "device", CEL_DRA_DEVICE_TYPE);
     if (err < 0) {
         cel_env_free(env);
         return err;
@@ -110,6 +110,11 @@ int cel_env_declare(struct cel_env *env, const char *name, const char *type)
     }
     env->nvars++;
     return 0;
+}
+
+void cel_env_require_bool(struct cel_env *env, bool on)
+{
+    env->want_bool = on;
 }
 
 int cel_env_add_library(struct cel_env *env, const struct cel_library *lib)
@@ -475,6 +480,26 @@ int cel_resolve(struct cel_program *p, struct diag *d)
 
 /* ---- programs ---- */
 
+/* Field types of the object types an environment declares (kubernetes.DRADevice). */
+static const char *field_type(const char *type, size_t type_len, const char *field, size_t len)
+{
+    static const struct {
+        const char *name, *type;
+    } DRA_DEVICE[] = {
+        {"driver", "string"},
+        {"attributes", "map(string, map(string, dyn))"},
+        {"capacity", "map(string, map(string, kubernetes.Quantity))"},
+        {"allowMultipleAllocations", "bool"},
+    };
+
+    if (type_len != strlen(CEL_DRA_DEVICE_TYPE) || memcmp(type, CEL_DRA_DEVICE_TYPE, type_len) != 0)
+        return "dyn";
+    for (size_t i = 0; i < ARRAY_SIZE(DRA_DEVICE); i++)
+        if (strlen(DRA_DEVICE[i].name) == len && memcmp(DRA_DEVICE[i].name, field, len) == 0)
+            return DRA_DEVICE[i].type;
+    return NULL;
+}
+
 int cel_compile(const struct cel_env *env, const char *expr, size_t len,
                 struct cel_program **ret_prog, struct diag *d)
 {
@@ -498,7 +523,8 @@ int cel_compile(const struct cel_env *env, const char *expr, size_t len,
     p->sites = calloc(nn, sizeof(*p->sites));
     if (!p->info || !p->sites)
         return -ENOMEM;
-    err = cel_check(p->ast, env, NULL, NULL, 0, d);
+    struct cel_check_opts copts = {.field_type = field_type, .want_bool = env->want_bool};
+    err = cel_check(p->ast, env, &copts, NULL, 0, d);
     if (err < 0)
         return err;
     err = cel_resolve(p, d);

@@ -53,6 +53,7 @@ struct cel_var_decl {
 
 struct cel_env {
     unsigned libs;
+    bool want_bool; /* cel_env_require_bool() */
     struct cel_var_decl *vars;
     size_t nvars, vars_alloc;
     struct cel_registry reg;

@@ -69,6 +69,11 @@ DEFINE_POINTER_CLEANUP(struct cel_env, cel_env_free)
  * "kubernetes.DRADevice"). 0, -EEXIST (declared already), -EINVAL (bad type), -ENOMEM. The strings
  * are copied. */
 _wur_ int cel_env_declare(struct cel_env *env, const char *name, const char *type);
+/* Makes cel_compile() reject expressions whose type is known and not bool: Kubernetes' rule for
+ * device selectors (the CLI leaves it off to print any value). */
+void cel_env_require_bool(struct cel_env *env, bool on);
+/* The type of the DRA `device` variable. */
+#define CEL_DRA_DEVICE_TYPE "kubernetes.DRADevice"
 /* Enables one more library (e.g. a test's own). The library must outlive the environment. */
 _wur_ int cel_env_add_library(struct cel_env *env, const struct cel_library *lib);
 /* The variable's slot in activations made for env, or -ENOENT. */
