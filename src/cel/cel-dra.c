@@ -1,0 +1,204 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The DRA `device` variable from an in-memory device description (cel-dra.h): names split into
+ * domain and id, one inner map per domain, outer maps whose absent domains read as an empty map.
+ * Nothing here copies a string or an object; only the maps are allocated, in the caller's arena.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "cel-dra.h"
+
+/* What device.attributes["unknown.domain"] yields. */
+static const struct cel_vmap empty_vmap = {.n = 0};
+static const struct cel_value empty_map = {.kind = CEL_MAP, .map = &empty_vmap};
+
+/* One named value of the description, split into domain and id. */
+struct named {
+    const char *domain, *id;
+    size_t domain_len, id_len;
+    struct cel_value value;
+};
+
+/* Kubernetes splits at the first '/'; a name without one belongs to the driver. */
+static void split_name(const struct cel_dra_device *dev, const char *name, size_t len,
+                       struct named *ret)
+{
+    const char *slash = len ? memchr(name, '/', len) : NULL;
+
+    if (!slash) {
+        ret->domain = dev->driver;
+        ret->domain_len = dev->driver_len;
+        ret->id = name;
+        ret->id_len = len;
+        return;
+    }
+    ret->domain = name;
+    ret->domain_len = (size_t)(slash - name);
+    ret->id = slash + 1;
+    ret->id_len = len - ret->domain_len - 1;
+}
+
+static bool same(const char *a, size_t an, const char *b, size_t bn)
+{
+    return an == bn && (an == 0 || memcmp(a, b, an) == 0);
+}
+
+/* The inner map of one domain: the entries of items[] whose domain is items[first]'s. */
+static int domain_map(struct cel_region *r, const struct named *items, size_t n, size_t first,
+                      struct cel_vmap_entry *scratch, const char *what, struct diag *d,
+                      const struct cel_vmap **ret)
+{
+    size_t k = 0;
+    int err;
+
+    for (size_t i = first; i < n; i++) {
+        if (!same(items[i].domain, items[i].domain_len, items[first].domain,
+                  items[first].domain_len))
+            continue;
+        scratch[k].key = cel_string(items[i].id, items[i].id_len);
+        scratch[k++].value = items[i].value;
+    }
+    err = cel_vmap_build(r, scratch, k, NULL, ret);
+    if (err == -EEXIST)
+        return diag_fail(d, err, "%s: two entries for one name in domain %.*s", what,
+                         (int)items[first].domain_len, items[first].domain);
+    if (err < 0)
+        return diag_fail(d, err, "out of memory");
+    return 0;
+}
+
+/* Whether an earlier item has items[i]'s domain (so its map is built already). */
+static bool seen_domain(const struct named *items, size_t i)
+{
+    for (size_t j = 0; j < i; j++) {
+        if (same(items[j].domain, items[j].domain_len, items[i].domain, items[i].domain_len))
+            return true;
+    }
+    return false;
+}
+
+/* domain -> (id -> value) with the empty map for absent domains. */
+static int by_domain(struct cel_region *r, const struct named *items, size_t n, const char *what,
+                     struct diag *d, struct cel_value *ret)
+{
+    struct cel_vmap_entry *outer, *scratch;
+    const struct cel_vmap *inner, *m;
+    size_t k = 0;
+    int err;
+
+    outer = cel_region_alloc(r, sizeof(*outer) * (n ? n : 1));
+    scratch = cel_region_alloc(r, sizeof(*scratch) * (n ? n : 1));
+    if (!outer || !scratch)
+        return diag_fail(d, -ENOMEM, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        if (seen_domain(items, i))
+            continue;
+        err = domain_map(r, items, n, i, scratch, what, d, &inner);
+        if (err < 0)
+            return err;
+        outer[k].key = cel_string(items[i].domain, items[i].domain_len);
+        outer[k++].value = cel_map_value(inner);
+    }
+    err = cel_vmap_build(r, outer, k, &empty_map, &m);
+    if (err < 0)
+        return diag_fail(d, err, "out of memory");
+    *ret = cel_map_value(m);
+    return 0;
+}
+
+static int attr_value(const struct cel_dra_attr *a, struct diag *d, struct cel_value *ret)
+{
+    switch (a->kind) {
+    case CEL_DRA_ATTR_INT:
+        *ret = cel_int(a->i);
+        return 0;
+    case CEL_DRA_ATTR_BOOL:
+        *ret = cel_bool(a->b);
+        return 0;
+    case CEL_DRA_ATTR_STRING:
+        *ret = cel_string(a->str.s, a->str.len);
+        return 0;
+    case CEL_DRA_ATTR_VERSION:
+        if (!a->version)
+            break;
+        *ret = cel_semver_value(a->version);
+        return 0;
+    case CEL_DRA_ATTR_NONE:
+        break;
+    }
+    return diag_fail(d, -EDOM, "attribute %.*s: unsupported attribute value", (int)a->name_len,
+                     a->name);
+}
+
+static int attributes(struct cel_region *r, const struct cel_dra_device *dev, struct diag *d,
+                      struct cel_value *ret)
+{
+    struct named *items = cel_region_alloc(r, sizeof(*items) * (dev->n_attrs ? dev->n_attrs : 1));
+    int err;
+
+    if (!items)
+        return diag_fail(d, -ENOMEM, "out of memory");
+    for (size_t i = 0; i < dev->n_attrs; i++) {
+        split_name(dev, dev->attrs[i].name, dev->attrs[i].name_len, &items[i]);
+        err = attr_value(&dev->attrs[i], d, &items[i].value);
+        if (err < 0)
+            return err;
+    }
+    return by_domain(r, items, dev->n_attrs, "attributes", d, ret);
+}
+
+static int capacity(struct cel_region *r, const struct cel_dra_device *dev, struct diag *d,
+                    struct cel_value *ret)
+{
+    struct named *items = cel_region_alloc(r, sizeof(*items) * (dev->n_caps ? dev->n_caps : 1));
+
+    if (!items)
+        return diag_fail(d, -ENOMEM, "out of memory");
+    for (size_t i = 0; i < dev->n_caps; i++) {
+        split_name(dev, dev->caps[i].name, dev->caps[i].name_len, &items[i]);
+        if (!dev->caps[i].value)
+            return diag_fail(d, -EINVAL, "capacity %.*s: no value", (int)dev->caps[i].name_len,
+                             dev->caps[i].name);
+        items[i].value = cel_quantity_value(dev->caps[i].value);
+    }
+    return by_domain(r, items, dev->n_caps, "capacity", d, ret);
+}
+
+int cel_dra_device_value(struct cel_region *r, const struct cel_dra_device *dev, struct diag *d,
+                         struct cel_value *ret)
+{
+    struct cel_vmap_entry fields[4] = {
+        {.key = cel_string("driver", 6), .value = cel_string(dev->driver, dev->driver_len)},
+        {.key = cel_string("attributes", 10)},
+        {.key = cel_string("capacity", 8)},
+        {.key = cel_string("allowMultipleAllocations", 24),
+         .value = cel_bool(dev->allow_multiple_allocations)},
+    };
+    const struct cel_vmap *m;
+    int err;
+
+    err = attributes(r, dev, d, &fields[1].value);
+    if (err < 0)
+        return err;
+    err = capacity(r, dev, d, &fields[2].value);
+    if (err < 0)
+        return err;
+    err = cel_vmap_build(r, fields, ARRAY_SIZE(fields), NULL, &m);
+    if (err < 0)
+        return diag_fail(d, err, "out of memory");
+    *ret = cel_map_value(m);
+    return 0;
+}
+
+int cel_dra_parse_version(const char *s, size_t len, struct cel_semver_obj *o, struct diag *d)
+{
+    struct cel_semver v;
+    struct diag why;
+
+    diag_init(&why);
+    if (cel_semver_parse(s, len, false, &why, &v) < 0)
+        return diag_fail(d, -EDOM, "parse semantic version: %s", why.msg);
+    cel_semver_obj_init(o, &v);
+    return 0;
+}
