@@ -150,7 +150,7 @@ static int copy_unicode_class(struct re2x *x, char c)
  */
 static int translate_escape(struct re2x *x, bool in_class, bool *is_char)
 {
-    uint32_t cp;
+    uint32_t cp = 0;
     int r;
     char c;
 
@@ -429,7 +429,7 @@ static int translate_item(struct re2x *x)
 {
     char c = *x->p;
     bool opens = false, is_char;
-    size_t len;
+    size_t len = 0;
     int r;
 
     switch (c) {
