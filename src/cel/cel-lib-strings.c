@@ -279,6 +279,8 @@ static int fmt_string(struct cel_eval_ctx *ctx, struct strbuf *sb, struct cel_va
         return cel_fmt_double_shortest(sb, v.d);
     case CEL_BYTES:
         return strbuf_add(sb, v.s, v.n);
+    case CEL_TYPE:
+        return strbuf_addstr(sb, v.type->name);
     case CEL_LIST:
     case CEL_MAP:
     case CEL_OBJECT:
