@@ -5,9 +5,14 @@
  * Nothing here copies a string or an object; only the maps are allocated, in the caller's arena.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cel-dra.h"
+
+/* Room for this many attributes (or capacities) without a heap allocation while building; the API
+ * allows 32 per device. */
+#define SCRATCH_MAX 32
 
 /* What device.attributes["unknown.domain"] yields. */
 static const struct cel_vmap empty_vmap = {.n = 0};
@@ -78,19 +83,25 @@ static bool seen_domain(const struct named *items, size_t i)
     return false;
 }
 
-/* domain -> (id -> value) with the empty map for absent domains. */
+/* domain -> (id -> value) with the empty map for absent domains. The scratch arrays stay off the
+ * arena, so a device's maps sit close together (selectors over many devices are bound by memory
+ * latency). */
 static int by_domain(struct cel_region *r, const struct named *items, size_t n, const char *what,
                      struct diag *d, struct cel_value *ret)
 {
-    struct cel_vmap_entry *outer, *scratch;
+    struct cel_vmap_entry stack[2 * SCRATCH_MAX], *outer = stack, *scratch = stack + SCRATCH_MAX;
+    _cleanup_free_ struct cel_vmap_entry *heap = NULL;
     const struct cel_vmap *inner, *m;
     size_t k = 0;
     int err;
 
-    outer = cel_region_alloc(r, sizeof(*outer) * (n ? n : 1));
-    scratch = cel_region_alloc(r, sizeof(*scratch) * (n ? n : 1));
-    if (!outer || !scratch)
-        return diag_fail(d, -ENOMEM, "out of memory");
+    if (n > SCRATCH_MAX) {
+        heap = calloc(n, 2 * sizeof(*heap));
+        if (!heap)
+            return diag_fail(d, -ENOMEM, "out of memory");
+        outer = heap;
+        scratch = heap + n;
+    }
     for (size_t i = 0; i < n; i++) {
         if (seen_domain(items, i))
             continue;
@@ -131,10 +142,21 @@ static int attr_value(const struct cel_dra_attr *a, struct diag *d, struct cel_v
                      a->name);
 }
 
+/* Scratch space for n named values: buf when it is large enough, else *heap. */
+static struct named *named_array(struct named *buf, size_t n, struct named **heap)
+{
+    if (n <= SCRATCH_MAX)
+        return buf;
+    *heap = calloc(n, sizeof(**heap));
+    return *heap;
+}
+
 static int attributes(struct cel_region *r, const struct cel_dra_device *dev, struct diag *d,
                       struct cel_value *ret)
 {
-    struct named *items = cel_region_alloc(r, sizeof(*items) * (dev->n_attrs ? dev->n_attrs : 1));
+    struct named buf[SCRATCH_MAX];
+    _cleanup_free_ struct named *heap = NULL;
+    struct named *items = named_array(buf, dev->n_attrs, &heap);
     int err;
 
     if (!items)
@@ -151,7 +173,9 @@ static int attributes(struct cel_region *r, const struct cel_dra_device *dev, st
 static int capacity(struct cel_region *r, const struct cel_dra_device *dev, struct diag *d,
                     struct cel_value *ret)
 {
-    struct named *items = cel_region_alloc(r, sizeof(*items) * (dev->n_caps ? dev->n_caps : 1));
+    struct named buf[SCRATCH_MAX];
+    _cleanup_free_ struct named *heap = NULL;
+    struct named *items = named_array(buf, dev->n_caps, &heap);
 
     if (!items)
         return diag_fail(d, -ENOMEM, "out of memory");

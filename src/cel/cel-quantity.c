@@ -54,11 +54,15 @@ static u128 pow10_u128(unsigned k)
 static unsigned ndigits(u128 v)
 {
     unsigned n = 1;
+    uint64_t w;
 
-    while (v >= 10) {
+    /* 128-bit division is a library call; most magnitudes fit in 64 bits. */
+    while (v > UINT64_MAX) {
         v /= 10;
         n++;
     }
+    for (w = (uint64_t)v; w >= 10; w /= 10)
+        n++;
     return n;
 }
 
@@ -453,6 +457,8 @@ static int cmp_mag(u128 ma, int32_t ea, u128 mb, int32_t eb)
 
     if (ma == 0 || mb == 0)
         return (ma != 0) - (mb != 0);
+    if (ea == eb) /* the common case: both from the same kind of suffix */
+        return (ma > mb) - (ma < mb);
     da = (int64_t)ndigits(ma) + ea;
     db = (int64_t)ndigits(mb) + eb;
     if (da != db)
