@@ -16,19 +16,28 @@
 
 #define PRINT_MAX_DEPTH 128
 
+/*
+ * The shortest digits that read back as d, in plain decimal notation for decimal exponents -4..20
+ * and scientific notation outside (1e+21, 1e-05), as JavaScript and Go's JSON print doubles.
+ */
 int cel_format_double(struct strbuf *out, double d)
 {
-    char buf[40];
+    char buf[64];
+    int prec;
+    long exp;
 
     if (isnan(d))
         return strbuf_addstr(out, "NaN");
     if (isinf(d))
         return strbuf_addstr(out, d > 0 ? "+Inf" : "-Inf");
-    for (int prec = 1; prec <= 17; prec++) {
-        snprintf(buf, sizeof(buf), "%.*g", prec, d);
+    for (prec = 0; prec < 17; prec++) {
+        snprintf(buf, sizeof(buf), "%.*e", prec, d);
         if (strtod(buf, NULL) == d)
             break;
     }
+    exp = strtol(strchr(buf, 'e') + 1, NULL, 10);
+    if (exp >= -4 && exp < 21)
+        snprintf(buf, sizeof(buf), "%.*f", prec - exp > 0 ? (int)(prec - exp) : 0, d);
     return strbuf_addstr(out, buf);
 }
 

@@ -79,6 +79,8 @@ void *cel_region_alloc(struct cel_region *a, size_t size)
 {
     struct cel_region_block *b = a->head;
 
+    if (size > a->cap)
+        return NULL;
     size = (size + REGION_ALIGN - 1) & ~(size_t)(REGION_ALIGN - 1);
     if (size == 0)
         size = REGION_ALIGN;

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cel-dra.h"
 #include "cel.h"
 #include "celcmd.h"
 #include "cli.h"
@@ -141,6 +142,8 @@ struct run {
     struct cel_program *var_prog[CELCMD_MAX_VARS];
     struct cel_evaluator *var_ev[CELCMD_MAX_VARS];
     struct cel_value var_val[CELCMD_MAX_VARS];
+    struct cel_region device_region; /* the --device value */
+    struct cel_value device;
     struct cel_env *env;
     struct cel_program *prog;
     struct cel_activation *act;
@@ -153,6 +156,7 @@ static void run_release(struct run *r)
     cel_activation_free(r->act);
     cel_program_unref(r->prog);
     cel_env_free(r->env);
+    cel_region_release(&r->device_region);
     for (size_t i = 0; i < CELCMD_MAX_VARS; i++) {
         cel_evaluator_free(r->var_ev[i]);
         cel_program_unref(r->var_prog[i]);
@@ -228,6 +232,33 @@ static int bind_vars(struct run *r, const struct opts *o)
     return 0;
 }
 
+/* --device FILE: the DRA environment with `device` bound to the file's device entry. A device
+ * Kubernetes could never evaluate against (an unset attribute value, a bad version) fails like an
+ * evaluation; a file the API server would reject is a usage error. */
+static int load_device(struct run *r, const struct opts *o)
+{
+    struct diag d;
+    int err;
+
+    diag_init(&d);
+    cel_region_init(&r->device_region, 0);
+    err = cel_dra_device_load_file(&r->device_region, o->device, o->driver, &d, &r->device);
+    if (err == -ENOMEM)
+        return report_oom();
+    if (err == -EDOM) {
+        fprintf(stderr, "gpuplane cel eval: evaluation error: %s\n", d.msg);
+        return CLI_EXIT_FAILURE;
+    }
+    if (err < 0) {
+        fprintf(stderr, "gpuplane cel eval: --device %s: %s\n", o->device,
+                d.msg[0] ? d.msg : strerror(-err));
+        return CLI_EXIT_USAGE;
+    }
+    if (cel_env_new_dra(&r->env) < 0)
+        return report_oom();
+    return 0;
+}
+
 static int print_result(struct cel_value v)
 {
     _cleanup_strbuf_ struct strbuf sb = STRBUF_INIT;
@@ -253,7 +284,8 @@ static int run_eval(struct run *r, const struct opts *o)
         if ((err = eval_var(r, &o->vars[i], i)) != 0)
             return err;
     if (o->device) {
-        return usage_error("--device %s: not supported yet", o->device);
+        if ((err = load_device(r, o)) != 0)
+            return err;
     } else if (cel_env_new(CEL_LIBS_DRA, &r->env) < 0) {
         return report_oom();
     }
@@ -271,6 +303,8 @@ static int run_eval(struct run *r, const struct opts *o)
         return report_oom();
     if ((err = bind_vars(r, o)) != 0)
         return err;
+    if (o->device && cel_activation_bind(r->act, "device", r->device) < 0)
+        return report_oom();
     return print_result(cel_eval(r->ev, r->prog, r->act, NULL));
 }
 
