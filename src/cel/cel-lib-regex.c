@@ -9,7 +9,8 @@
  *
  * Compiled patterns are cached per call site (cel_ctx_site_get): a selector's literal pattern is
  * compiled on the first evaluation and reused for the lifetime of the program. The per-match
- * scratch (match data) is per thread and allocated once, so a cached match allocates nothing.
+ * scratch (match data) is per thread, allocated once and freed when the thread exits, so a cached
+ * match allocates nothing.
  * Errors: an invalid pattern is an evaluation error (CEL_ERR_INVALID_ARGUMENT); a literal one is
  * also reported at compile time by cel_regex_check().
  */
@@ -88,15 +89,38 @@ int cel_regex_compile(const char *pat, size_t n, struct cel_regex **ret, struct 
 
 static pthread_once_t mctx_once = PTHREAD_ONCE_INIT;
 static pcre2_match_context *mctx;
-static __thread pcre2_match_data *tl_md;
+/* Each thread's match data, freed by the key's destructor when the thread exits. */
+static pthread_key_t md_key;
+static bool md_key_ok;
+
+static void md_free(void *md)
+{
+    pcre2_match_data_free(md);
+}
 
 static void mctx_init(void)
 {
+    md_key_ok = pthread_key_create(&md_key, md_free) == 0;
     mctx = pcre2_match_context_create(NULL);
     if (mctx) {
         pcre2_set_match_limit(mctx, CEL_RE_MATCH_LIMIT);
         pcre2_set_depth_limit(mctx, CEL_RE_DEPTH_LIMIT);
     }
+}
+
+/* This thread's match data (one ovector pair: only the whole match is needed). */
+static pcre2_match_data *thread_match_data(void)
+{
+    pcre2_match_data *md = pthread_getspecific(md_key);
+
+    if (md)
+        return md;
+    md = pcre2_match_data_create(1, NULL);
+    if (md && pthread_setspecific(md_key, md) != 0) {
+        pcre2_match_data_free(md);
+        md = NULL;
+    }
+    return md;
 }
 
 /*
@@ -106,20 +130,19 @@ static void mctx_init(void)
 int cel_regex_search(const struct cel_regex *re, const char *s, size_t n, size_t start,
                      size_t *ret_begin, size_t *ret_end)
 {
+    pcre2_match_data *md;
     PCRE2_SIZE *ov;
     int rc;
 
     pthread_once(&mctx_once, mctx_init);
-    if (!mctx)
+    if (!mctx || !md_key_ok || !(md = thread_match_data()))
         return PCRE2_ERROR_NOMEMORY;
-    if (!tl_md && !(tl_md = pcre2_match_data_create(1, NULL)))
-        return PCRE2_ERROR_NOMEMORY;
-    rc = pcre2_match(re->code, (PCRE2_SPTR)s, n, start, PCRE2_NO_UTF_CHECK, tl_md, mctx);
+    rc = pcre2_match(re->code, (PCRE2_SPTR)s, n, start, PCRE2_NO_UTF_CHECK, md, mctx);
     if (rc == PCRE2_ERROR_NOMATCH)
         return 0;
     if (rc < 0)
         return rc;
-    ov = pcre2_get_ovector_pointer(tl_md);
+    ov = pcre2_get_ovector_pointer(md);
     *ret_begin = ov[0];
     *ret_end = ov[1];
     return 1;
