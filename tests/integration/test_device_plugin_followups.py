@@ -172,7 +172,8 @@ def cdi_daemon(start):
 
 def test_cdi_specs(cdi_daemon):
     d, specs = cdi_daemon
-    log = d.log()
+    # The emulator sees the Register before the daemon has logged the kubelet's answer.
+    log = d.wait_log('"registered with the kubelet"')
     # Written before the first Register, as NVIDIA does.
     assert log.index('"CDI spec written"') < log.index('"registered with the kubelet"'), log
     path = specs / SPEC
