@@ -537,13 +537,13 @@ int cel_compile(const struct cel_env *env, const char *expr, size_t len,
 struct cel_program *cel_program_ref(struct cel_program *p)
 {
     if (p)
-        p->refs++;
+        __atomic_add_fetch(&p->refs, 1, __ATOMIC_RELAXED);
     return p;
 }
 
 struct cel_program *cel_program_unref(struct cel_program *p)
 {
-    if (!p || --p->refs > 0)
+    if (!p || __atomic_sub_fetch(&p->refs, 1, __ATOMIC_ACQ_REL) > 0)
         return NULL;
     if (p->sites && p->ast)
         for (size_t i = 0; i <= p->ast->nnodes; i++)

@@ -84,25 +84,32 @@ void *cel_ctx_site_get(struct cel_eval_ctx *ctx)
 {
     if (!ctx->call || !ctx->prog)
         return NULL;
-    return ctx->prog->sites[ctx->call->id].data;
+    return __atomic_load_n(&ctx->prog->sites[ctx->call->id].data, __ATOMIC_ACQUIRE);
 }
 
+/*
+ * A site is filled once and then only read, so evaluations of one program in several threads can
+ * share it: the first data stored wins (compare-and-swap); data that finds the slot taken belongs
+ * to this evaluation instead and is freed when its region is reset, so the caller may still use it
+ * until the evaluation ends.
+ */
 int cel_ctx_site_set(struct cel_eval_ctx *ctx, void *data, void (*free_fn)(void *))
 {
     struct cel_site *s;
+    void *expected = NULL;
 
-    if (!ctx->call || !ctx->prog) {
-        if (free_fn)
-            free_fn(data);
-        return -ENOMEM;
+    if (ctx->call && ctx->prog) {
+        /* the side table is cache state, not part of the program's meaning */
+        s = &((struct cel_program *)ctx->prog)->sites[ctx->call->id];
+        if (__atomic_compare_exchange_n(&s->data, &expected, data, false, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_ACQUIRE)) {
+            __atomic_store_n(&s->free_fn, free_fn, __ATOMIC_RELEASE);
+            return 0;
+        }
     }
-    /* the program's side table is mutable cache state, not part of its meaning */
-    s = &((struct cel_program *)ctx->prog)->sites[ctx->call->id];
-    if (s->free_fn && s->data != data)
-        s->free_fn(s->data);
-    s->data = data;
-    s->free_fn = free_fn;
-    return 0;
+    if (!free_fn)
+        return 0;
+    return cel_region_defer(&ctx->region, free_fn, data);
 }
 
 struct cel_value cel_ctx_string(struct cel_eval_ctx *ctx, const char *s, size_t n)

@@ -139,10 +139,14 @@ bool cel_ctx_charge(struct cel_eval_ctx *ctx, uint64_t cost);
 
 /*
  * A per-call-site cache that lives as long as the compiled program: e.g. a regex compiled from a
- * pattern, kept for the next evaluation. The data stored belongs to the program, which calls
- * free_fn(data) when it is freed or the data replaced. The function must itself check that the
- * cached data fits the current arguments (the pattern may differ between evaluations). NULL when
- * nothing is cached; cel_ctx_site_set returns -ENOMEM (free_fn(data) already called) on failure.
+ * constant pattern, kept for the next evaluation. The first data stored at a site stays there (it
+ * belongs to the program, which calls free_fn(data) when it is freed); later stores, and stores
+ * racing with another thread's, do not replace it: that data then belongs to the current
+ * evaluation and is freed (free_fn) when the evaluation's region is reset, so the caller may use it
+ * until the evaluation ends either way. The function must itself check that the cached data fits
+ * the current arguments (the pattern may differ between evaluations). cel_ctx_site_get returns
+ * NULL when nothing is cached; cel_ctx_site_set returns -ENOMEM (free_fn(data) already called)
+ * when the data could not be recorded.
  */
 void *cel_ctx_site_get(struct cel_eval_ctx *ctx);
 _wur_ int cel_ctx_site_set(struct cel_eval_ctx *ctx, void *data, void (*free_fn)(void *));

@@ -344,11 +344,11 @@ static bool valid_key(struct cel_value k)
 
 #define MAP_SCAN_MAX 8
 
-static const struct cel_vmap_entry *sort_base;
-
-static int index_cmp(const void *x, const void *y)
+static int index_cmp(const void *x, const void *y, void *base)
 {
-    return key_cmp(sort_base[*(const uint32_t *)x].key, sort_base[*(const uint32_t *)y].key);
+    const struct cel_vmap_entry *e = base;
+
+    return key_cmp(e[*(const uint32_t *)x].key, e[*(const uint32_t *)y].key);
 }
 
 int cel_vmap_build(struct cel_region *a, const struct cel_vmap_entry *entries, size_t n,
@@ -378,10 +378,7 @@ int cel_vmap_build(struct cel_region *a, const struct cel_vmap_entry *entries, s
             return -ENOMEM;
         for (size_t i = 0; i < n; i++)
             index[i] = (uint32_t)i;
-        /* qsort has no context argument in C17; single-threaded use of sort_base is fine here
-         * because building happens under one evaluator, and programs/devices are built once */
-        sort_base = copy;
-        qsort(index, n, sizeof(*index), index_cmp);
+        qsort_r(index, n, sizeof(*index), index_cmp, copy);
         for (size_t i = 1; i < n; i++)
             if (key_cmp(copy[index[i - 1]].key, copy[index[i]].key) == 0)
                 return -EEXIST;

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -373,6 +374,69 @@ static void test_cache(void **state)
     assert_int_equal(cel_cache_new(env, 0, &c), -EINVAL);
 }
 
+static int site_frees;
+
+static void site_free(void *p)
+{
+    site_frees++;
+    free(p);
+}
+
+/* Caches its argument at the call site; returns whether the cached value matched. */
+static struct cel_value fn_sitecache(struct cel_eval_ctx *ctx, const struct cel_value *a, size_t n)
+{
+    int64_t *cached = cel_ctx_site_get(ctx), *fresh;
+
+    if (cached && *cached == a[0].i)
+        return cel_bool(true);
+    fresh = malloc(sizeof(*fresh));
+    if (!fresh)
+        return cel_ctx_error(ctx, CEL_ERR_MEMORY, "oom");
+    *fresh = a[0].i;
+    if (cel_ctx_site_set(ctx, fresh, site_free) < 0)
+        return cel_ctx_error(ctx, CEL_ERR_MEMORY, "oom");
+    return cel_bool(*fresh == a[0].i && false);
+}
+
+/* The first data stored at a site stays; later data is the evaluation's and is freed with it. */
+static void test_site_cache(void **state)
+{
+    static const struct cel_overload ovl[] = {
+        {.name = "sitecache", .sig = "(int) -> bool", .fn = fn_sitecache},
+    };
+    static const struct cel_library lib = {"sitecache", ovl, ARRAY_SIZE(ovl)};
+    _cleanup_(cel_env_freep) struct cel_env *env = NULL;
+    _cleanup_(cel_evaluator_freep) struct cel_evaluator *ev = NULL;
+    _cleanup_(cel_activation_freep) struct cel_activation *act = NULL;
+    struct cel_program *p = NULL;
+    struct cel_value v;
+    struct diag d;
+
+    site_frees = 0;
+    assert_int_equal(cel_env_new(0, &env), 0);
+    assert_int_equal(cel_env_add_library(env, &lib), 0);
+    assert_int_equal(cel_env_declare(env, "x", "int"), 0);
+    assert_int_equal(cel_evaluator_new(&ev), 0);
+    assert_int_equal(cel_activation_new(env, &act), 0);
+    diag_init(&d);
+    assert_int_equal(cel_compile(env, "sitecache(x)", 12, &p, &d), 0);
+    cel_activation_set(act, 0, cel_int(1));
+    v = cel_eval(ev, p, act, NULL);
+    assert_false(v.b); /* first call: stored */
+    v = cel_eval(ev, p, act, NULL);
+    assert_true(v.b); /* second call: found */
+    cel_activation_set(act, 0, cel_int(2));
+    v = cel_eval(ev, p, act, NULL);
+    assert_false(v.b); /* a different argument does not replace the site's data */
+    assert_int_equal(site_frees, 0);
+    cel_activation_set(act, 0, cel_int(1));
+    v = cel_eval(ev, p, act, NULL); /* resets the region: the evaluation's copy is freed */
+    assert_true(v.b);
+    assert_int_equal(site_frees, 1);
+    cel_program_unref(p);
+    assert_int_equal(site_frees, 2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -388,6 +452,7 @@ int main(void)
         cmocka_unit_test(test_reuse_without_growth),
         cmocka_unit_test(test_compile_errors),
         cmocka_unit_test(test_cache),
+        cmocka_unit_test(test_site_cache),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
