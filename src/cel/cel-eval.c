@@ -689,7 +689,8 @@ static struct cel_value list_append(struct cel_eval_ctx *ctx, struct cel_value a
         struct cel_value *items = cel_region_alloc(&ctx->region, g->cap * sizeof(*items));
         if (!items)
             return oom(ctx);
-        memcpy(items, accu.list->items, accu.list->n * sizeof(*items));
+        if (accu.list->n)
+            memcpy(items, accu.list->items, accu.list->n * sizeof(*items));
         g->l.items = items;
         g->l.n = accu.list->n;
         accu = cel_list_value(&g->l);
@@ -736,7 +737,8 @@ static struct cel_value map_insert(struct cel_eval_ctx *ctx, struct cel_value ac
         struct cel_vmap_entry *e = cel_region_alloc(&ctx->region, g->cap * sizeof(*e));
         if (!e)
             return oom(ctx);
-        memcpy(e, accu.map->entries, accu.map->n * sizeof(*e));
+        if (accu.map->n)
+            memcpy(e, accu.map->entries, accu.map->n * sizeof(*e));
         g->m = (struct cel_vmap){.n = accu.map->n, .entries = e};
         accu = cel_map_value(&g->m);
         accu.flags = CEL_FLAG_ACCU;

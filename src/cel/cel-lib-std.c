@@ -57,13 +57,14 @@ static struct cel_value fn_contains(struct cel_eval_ctx *ctx, const struct cel_v
 static struct cel_value fn_starts(struct cel_eval_ctx *ctx, const struct cel_value *a, size_t n)
 {
     (void)ctx, (void)n;
-    return cel_bool(a[1].n <= a[0].n && memcmp(a[0].s, a[1].s, a[1].n) == 0);
+    return cel_bool(a[1].n == 0 || (a[1].n <= a[0].n && memcmp(a[0].s, a[1].s, a[1].n) == 0));
 }
 
 static struct cel_value fn_ends(struct cel_eval_ctx *ctx, const struct cel_value *a, size_t n)
 {
     (void)ctx, (void)n;
-    return cel_bool(a[1].n <= a[0].n && memcmp(a[0].s + a[0].n - a[1].n, a[1].s, a[1].n) == 0);
+    return cel_bool(a[1].n == 0 ||
+                    (a[1].n <= a[0].n && memcmp(a[0].s + a[0].n - a[1].n, a[1].s, a[1].n) == 0));
 }
 
 static uint64_t cost_scan(const struct cel_value *a, size_t n, struct cel_value r)
@@ -84,7 +85,8 @@ static bool cstr(struct cel_value v, char *buf, size_t size)
 {
     if (v.n >= size || memchr(v.s, '\0', v.n))
         return false;
-    memcpy(buf, v.s, v.n);
+    if (v.n)
+        memcpy(buf, v.s, v.n);
     buf[v.n] = '\0';
     return true;
 }

@@ -308,7 +308,7 @@ static int cmp_int_uint(int64_t i, uint64_t u)
 
 static int cmp_bytes(const char *a, size_t an, const char *b, size_t bn)
 {
-    int c = memcmp(a, b, an < bn ? an : bn);
+    int c = an && bn ? memcmp(a, b, an < bn ? an : bn) : 0;
 
     if (c)
         return c < 0 ? -1 : 1;
@@ -564,7 +564,7 @@ bool cel_value_equal(struct cel_value a, struct cel_value b)
         return a.b == b.b;
     case CEL_STRING:
     case CEL_BYTES:
-        return a.n == b.n && memcmp(a.s, b.s, a.n) == 0;
+        return a.n == b.n && (a.n == 0 || memcmp(a.s, b.s, a.n) == 0);
     case CEL_LIST:
         return list_equal(a.list, b.list);
     case CEL_MAP:
