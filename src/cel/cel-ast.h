@@ -7,10 +7,11 @@
  * nothing of the value layer.
  *
  * Ownership: every node, name, string payload and child array of one tree lives in the arena of its
- * struct cel_ast; cel_ast_free() releases it all at once. Nothing in a tree points outside it
- * except the `fn` cookie a checker hook stores in call nodes (owned by whoever registered the
- * function, which must outlive the tree). A tree is immutable once cel_check() returned:
- * evaluations may share it across threads.
+ * struct cel_ast (or is a static string the front end chose, like "@result"); cel_ast_free()
+ * releases it all at once. Nothing in a tree points outside it. A tree is immutable once
+ * cel_parse() returned: the checker only reads it, and what compilation resolves per node lives
+ * in a side table indexed by node id (cel-internal.h), so evaluations may share the tree across
+ * threads.
  */
 #pragma once
 
@@ -116,23 +117,13 @@ enum cel_macro {
     CEL_MACRO_BIND,                /* cel.bind(name, init, result) */
 };
 
-/* How the checker resolved an identifier. */
-enum cel_ident_ref {
-    CEL_REF_UNRESOLVED, /* not checked (yet) */
-    CEL_REF_VAR,   /* a declared variable: index = the position in the checker's variable table */
-    CEL_REF_LOCAL, /* a comprehension variable: index = its slot, < cel_ast.nlocals */
-    CEL_REF_TYPE,  /* a type name (int, string, list, ...): index = what the hook returned */
-};
-
 struct cel_node;
 
 struct cel_ident {
-    const char *name; /* NUL-terminated; dotted when the source was a qualified name the checker
-                       * resolved as one (a.b.c declared as a variable) */
+    const char *name; /* NUL-terminated; a qualified name a.b.c is a select chain, which the
+                       * checker and resolver may read as one dotted name */
     size_t len;
     bool leading_dot; /* `.name`: resolve from the root scope only */
-    enum cel_ident_ref ref;
-    uint32_t index;
 };
 
 struct cel_select {
@@ -156,9 +147,6 @@ struct cel_call {
     struct cel_node *target; /* receiver of x.f(args), NULL for global calls and operators */
     struct cel_node **args;
     uint32_t nargs;
-    /* Filled by cel_check() from the checker hook: an opaque handle to the resolved overload (or
-     * overload set) so evaluation needs no lookup by name. NULL before checking and for ops. */
-    const void *fn;
 };
 
 struct cel_list {
