@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "celcmd.h"
 #include "cli.h"
 #include "dp.h"
 #include "info.h"
@@ -32,6 +33,7 @@ static const struct command COMMANDS[] = {
     {"info", "show the node's GPUs, MIG devices and topology", info_main},
     {"cdi", "generate CDI specs for the node's GPUs (cdi generate)", nvcdi_cmd_main},
     {"device-plugin", "the kubelet device plugin for NVIDIA GPUs", dp_main},
+    {"cel", "evaluate CEL expressions as DRA device selectors (cel eval)", celcmd_main},
     {"version", "print the version", version_main},
     {"help", "show this help", help_main},
 };
