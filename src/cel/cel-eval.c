@@ -865,7 +865,7 @@ static struct cel_value eval_call(struct cel_eval_ctx *ctx, const struct cel_nod
     const struct cel_ovl_rt *rt;
     const struct cel_node *saved;
     size_t nargs = 0;
-    bool nonstrict = false;
+    bool nonstrict = fe && fe->nonstrict;
 
     if (c->op != CEL_OP_NONE)
         return eval_op(ctx, n);
@@ -874,8 +874,6 @@ static struct cel_value eval_call(struct cel_eval_ctx *ctx, const struct cel_nod
     if (c->nargs + (info->call_style == CEL_CALL_RECEIVER) > CEL_OVERLOAD_MAX_ARGS)
         return cel_ctx_error(ctx, CEL_ERR_NO_MATCHING_OVERLOAD, "too many arguments to '%s'",
                              c->name);
-    for (size_t i = 0; i < fe->f.n; i++)
-        nonstrict |= (fe->f.overloads[i]->flags & CEL_OVL_NONSTRICT) != 0;
     if (info->call_style == CEL_CALL_NAMESPACED) {
         struct cel_call g = *c;
 
@@ -1015,8 +1013,13 @@ static struct cel_value eval(struct cel_eval_ctx *ctx, const struct cel_node *n)
 
     if (ctx->aborted)
         return ctx->abort_error;
-    if (n->kind != CEL_NODE_CONST && !cel_ctx_charge(ctx, 1))
-        return ctx->abort_error;
+    /* the common case inline: one unit per node, far below the limit */
+    if (n->kind != CEL_NODE_CONST) {
+        if (ctx->cost < ctx->cost_limit)
+            ctx->cost++;
+        else if (!cel_ctx_charge(ctx, 1))
+            return ctx->abort_error;
+    }
     if (++ctx->depth > CEL_EVAL_MAX_DEPTH) {
         ctx->depth--;
         return cel_ctx_abort(ctx, cel_error_static(&DEPTH_ERROR));

@@ -28,6 +28,7 @@ struct cel_ovl_rt {
 struct cel_func_entry {
     struct cel_func f;
     struct cel_ovl_rt *rt; /* f.n entries, parallel to f.overloads */
+    bool nonstrict;        /* some overload takes error arguments (CEL_OVL_NONSTRICT) */
 };
 
 struct cel_registry {

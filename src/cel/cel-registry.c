@@ -179,6 +179,7 @@ static int add_overload(struct cel_registry *r, const struct cel_overload *o)
     if (parse_sig(o, &rt[e->f.n]) < 0)
         return -EINVAL;
     ovl[e->f.n++] = o;
+    e->nonstrict |= (o->flags & CEL_OVL_NONSTRICT) != 0;
     return 0;
 }
 

@@ -426,6 +426,8 @@ static bool find_key(const struct cel_vmap *m, struct cel_value key, struct cel_
 
 bool cel_vmap_find(const struct cel_vmap *m, struct cel_value key, struct cel_value *ret_value)
 {
+    if (key.kind == CEL_STRING)
+        return cel_vmap_find_str(m, key.s, key.n, ret_value);
     if (key.kind == CEL_DOUBLE) {
         double d = key.d;
 
@@ -447,6 +449,18 @@ bool cel_vmap_find(const struct cel_vmap *m, struct cel_value key, struct cel_va
 bool cel_vmap_find_str(const struct cel_vmap *m, const char *s, size_t len,
                        struct cel_value *ret_value)
 {
+    /* the selector hot path (m.field, m["domain"]): small maps, string keys, no generic compare */
+    if (!m->index) {
+        for (size_t i = 0; i < m->n; i++) {
+            const struct cel_value *k = &m->entries[i].key;
+
+            if (k->kind == CEL_STRING && k->n == len && (len == 0 || memcmp(k->s, s, len) == 0)) {
+                *ret_value = m->entries[i].value;
+                return true;
+            }
+        }
+        return false;
+    }
     return find_key(m, cel_string(s, len), ret_value);
 }
 
