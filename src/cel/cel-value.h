@@ -5,9 +5,8 @@
  * everything else (strings, bytes, lists, maps, errors, optionals, library objects) is a pointer.
  *
  * OWNERSHIP — the one rule. Values are never freed one by one and carry no reference counts. The
- * memory a value points to belongs to a struct cel_region (an arena)
- * and lives until that region is reset or
- * released:
+ * memory a value points to belongs to a struct cel_region (an arena) and lives until that region
+ * is reset or released:
  *   - values made during an evaluation are allocated in the evaluation's arena (cel_ctx_region());
  *     they are valid until the next cel_eval() with the same context or its release;
  *   - constants of a compiled program live in the program's arena (valid while the program lives);
@@ -43,7 +42,7 @@ enum cel_kind {
     CEL_TYPE,
     CEL_OPTIONAL,
     CEL_TIMESTAMP, /* google.protobuf.Timestamp: .i seconds since the epoch, .n nanoseconds */
-    CEL_DURATION,  /* google.protobuf.Duration: .i seconds, .n nanoseconds (same sign as .i) */
+    CEL_DURATION,  /* google.protobuf.Duration: .i seconds, .n nanoseconds as int32 (same sign) */
     CEL_OBJECT,    /* a library type (Quantity, Semver, ...) behind a class vtable */
     CEL_ERROR,
     CEL_KIND_COUNT,
