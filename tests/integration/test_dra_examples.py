@@ -1,0 +1,198 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Every object in examples/dra/ is valid resource.k8s.io/v1 (or core/v1 Node).
+
+Structure is checked against the Kubernetes OpenAPI v3 document copied into schemas/ (strict: unknown
+fields are rejected, as the API server does with strict field validation); $refs are resolved inside
+that document. On top, the API-validation rules the schema cannot express (reference
+dra-api-and-allocator.md section 2) are checked: one-of fields, name formats, semver, limits.
+Needs python3-jsonschema and python3-yaml; no gpuplane binary.
+"""
+import copy
+import json
+import pathlib
+import re
+
+import pytest
+
+jsonschema = pytest.importorskip("jsonschema")
+yaml = pytest.importorskip("yaml")
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples" / "dra"
+SCHEMA_FILE = pathlib.Path(__file__).resolve().parent / "schemas" / "resource.k8s.io_v1.json"
+PREFIX = "io.k8s.api.resource.v1."
+
+DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+C_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+SEMVER = re.compile(r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
+                    r"(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?"
+                    r"(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$")
+
+
+def _strict(node):
+    """Reject unknown fields: every object schema with properties gets additionalProperties: false."""
+    if isinstance(node, dict):
+        if "properties" in node and "additionalProperties" not in node:
+            node["additionalProperties"] = False
+        for v in node.values():
+            _strict(v)
+    elif isinstance(node, list):
+        for v in node:
+            _strict(v)
+    return node
+
+
+@pytest.fixture(scope="module")
+def components():
+    doc = json.loads(SCHEMA_FILE.read_text())
+    return _strict(copy.deepcopy(doc["components"]))
+
+
+def _validator(components, kind):
+    schema = {"$ref": f"#/components/schemas/{PREFIX}{kind}", "components": components}
+    return jsonschema.Draft202012Validator(schema)
+
+
+def _objects():
+    out = []
+    for path in sorted(EXAMPLES.glob("*.yaml")):
+        for i, obj in enumerate(yaml.safe_load_all(path.read_text())):
+            if obj is not None:
+                out.append(pytest.param(obj, id=f"{path.name}#{i}:{obj.get('kind')}/{obj['metadata']['name']}"))
+    return out
+
+
+def dns_subdomain(s):
+    return len(s) <= 253 and all(DNS_LABEL.match(p) for p in s.split("."))
+
+
+def qualified_name(s):
+    if "/" in s:
+        dom, ident = s.split("/", 1)
+        return len(dom) <= 63 and dns_subdomain(dom) and len(ident) <= 32 and bool(C_IDENT.match(ident))
+    return len(s) <= 32 and bool(C_IDENT.match(s))
+
+
+def one_of(obj, keys):
+    return sum(1 for k in keys if obj.get(k) not in (None, False)) == 1
+
+
+def check_slice(spec):
+    assert len(spec["driver"]) <= 63 and dns_subdomain(spec["driver"])
+    assert spec["pool"]["resourceSliceCount"] > 0 and spec["pool"]["generation"] >= 0
+    assert one_of(spec, ["nodeName", "nodeSelector", "allNodes", "perDeviceNodeSelection"])
+    devices = spec.get("devices", [])
+    assert len(devices) <= 128
+    assert not (devices and spec.get("sharedCounters")), "a slice carries either sharedCounters or devices"
+    names = [d["name"] for d in devices]
+    assert len(names) == len(set(names)), "duplicate device names"
+    for d in devices:
+        assert DNS_LABEL.match(d["name"]) and len(d["name"]) <= 63, d["name"]
+        attrs, caps = d.get("attributes", {}), d.get("capacity", {})
+        assert len(attrs) + len(caps) <= 32, f"{d['name']}: more than 32 attributes + capacities"
+        for name, a in attrs.items():
+            assert qualified_name(name), name
+            assert len(a) == 1, f"{d['name']}/{name}: exactly one value must be specified"
+            if "string" in a:
+                assert len(a["string"]) <= 64
+            if "version" in a:
+                assert SEMVER.match(a["version"]) and len(a["version"]) <= 64, a["version"]
+        for name in caps:
+            assert qualified_name(name), name
+        if d.get("nodeName") or d.get("nodeSelector") or d.get("allNodes"):
+            assert spec.get("perDeviceNodeSelection")
+        assert len(d.get("taints", [])) <= 16
+
+
+def check_request(r, in_sub=False):
+    assert DNS_LABEL.match(r["name"]), r["name"]
+    assert dns_subdomain(r["deviceClassName"])
+    assert len(r.get("selectors", [])) <= 32
+    for s in r.get("selectors", []):
+        assert s["cel"]["expression"].strip() and len(s["cel"]["expression"]) <= 10 * 1024
+    mode = r.get("allocationMode", "ExactCount")
+    assert mode in ("ExactCount", "All")
+    if mode == "All":
+        assert not r.get("count")
+    else:
+        assert r.get("count", 1) > 0
+    if in_sub:
+        assert "adminAccess" not in r
+
+
+def check_claim_spec(spec):
+    dev = spec.get("devices", {})
+    reqs = dev.get("requests", [])
+    assert len(reqs) <= 32
+    names = set()
+    for r in reqs:
+        assert one_of(r, ["exactly", "firstAvailable"]), "exactly one of exactly or firstAvailable"
+        assert r["name"] not in names
+        names.add(r["name"])
+        if "exactly" in r:
+            check_request({"name": r["name"], **r["exactly"]})
+        else:
+            subs = r["firstAvailable"]
+            assert 0 < len(subs) <= 8
+            assert len({s["name"] for s in subs}) == len(subs)
+            for s in subs:
+                check_request(s, in_sub=True)
+                names.add(f"{r['name']}/{s['name']}")
+    for c in dev.get("constraints", []):
+        assert one_of(c, ["matchAttribute", "distinctAttribute"])
+        for ref in c.get("requests", []):
+            assert ref in names, f"constraint names unknown request {ref}"
+        assert qualified_name(c.get("matchAttribute") or c["distinctAttribute"])
+        assert "/" in (c.get("matchAttribute") or c["distinctAttribute"]), "fully qualified name"
+    for c in dev.get("config", []):
+        for ref in c.get("requests", []):
+            assert ref in names
+        assert isinstance(c["opaque"]["parameters"], dict)
+        assert len(json.dumps(c["opaque"]["parameters"])) <= 10 * 1024
+
+
+@pytest.mark.parametrize("obj", _objects())
+def test_example_object_is_valid(obj, components):
+    if obj["kind"] == "Node":
+        assert obj["apiVersion"] == "v1"
+        assert dns_subdomain(obj["metadata"]["name"])
+        assert all(isinstance(v, str) for v in obj["metadata"].get("labels", {}).values())
+        return
+    assert obj["apiVersion"] == "resource.k8s.io/v1"
+    errors = sorted(_validator(components, obj["kind"]).iter_errors(obj), key=lambda e: list(e.path))
+    assert not errors, "\n".join(f"{'/'.join(map(str, e.path))}: {e.message}" for e in errors)
+    name = obj["metadata"]["name"]
+    assert dns_subdomain(name), name
+    if obj["kind"] == "ResourceSlice":
+        check_slice(obj["spec"])
+    elif obj["kind"] == "DeviceClass":
+        assert len(obj["spec"].get("selectors", [])) <= 32
+    elif obj["kind"] == "ResourceClaim":
+        check_claim_spec(obj["spec"])
+    elif obj["kind"] == "ResourceClaimTemplate":
+        check_claim_spec(obj["spec"]["spec"])
+    else:
+        pytest.fail(f"unexpected kind {obj['kind']}")
+
+
+def test_strict_schema_rejects_unknown_fields(components):
+    bad = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "x"},
+           "spec": {"selectors": [{"cel": {"expresion": "true"}}]}}
+    assert list(_validator(components, "DeviceClass").iter_errors(bad))
+
+
+def test_examples_cover_the_issue():
+    kinds = {}
+    for path in EXAMPLES.glob("*.yaml"):
+        for obj in yaml.safe_load_all(path.read_text()):
+            if obj:
+                kinds.setdefault(obj["kind"], []).append(obj)
+    assert {c["metadata"]["name"] for c in kinds["DeviceClass"]} >= {"gpu.nvidia.com", "mig.nvidia.com"}
+    pools = {s["spec"]["pool"]["name"]: s for s in kinds["ResourceSlice"]}
+    dgx = pools["dgx-h100-0"]["spec"]["devices"]
+    assert len(dgx) == 8
+    roots = [d["attributes"]["resource.kubernetes.io/pcieRoot"]["string"] for d in dgx]
+    assert all(roots.count(r) == 2 for r in roots), "two GPUs per PCIe root on a DGX"
+    types = {d["attributes"]["type"]["string"] for d in pools["a100-mig-0"]["spec"]["devices"]}
+    assert types == {"gpu", "mig"}
+    assert "Node" in kinds and "ResourceClaim" in kinds
