@@ -23,6 +23,7 @@ struct named {
     const char *domain, *id;
     size_t domain_len, id_len;
     struct cel_value value;
+    bool grouped; /* in the inner map of its domain already (by_domain) */
 };
 
 /* Kubernetes splits at the first '/'; a name without one belongs to the driver. */
@@ -31,6 +32,7 @@ static void split_name(const struct cel_dra_device *dev, const char *name, size_
 {
     const char *slash = len ? memchr(name, '/', len) : NULL;
 
+    ret->grouped = false;
     if (!slash) {
         ret->domain = dev->driver;
         ret->domain_len = dev->driver_len;
@@ -49,44 +51,47 @@ static bool same(const char *a, size_t an, const char *b, size_t bn)
     return an == bn && (an == 0 || memcmp(a, b, an) == 0);
 }
 
-/* The inner map of one domain: the entries of items[] whose domain is items[first]'s. */
-static int domain_map(struct cel_region *r, const struct named *items, size_t n, size_t first,
+/*
+ * The inner map of one domain: the entries of items[first..n) whose domain is items[first]'s, each
+ * marked grouped. Nothing before first has that domain (by_domain visits domains in order of first
+ * appearance), so no earlier item is looked at again.
+ */
+static int domain_map(struct cel_region *r, struct named *items, size_t n, size_t first,
                       struct cel_vmap_entry *scratch, const char *what, struct diag *d,
                       const struct cel_vmap **ret)
 {
-    size_t k = 0;
+    const char *domain = items[first].domain;
+    size_t domain_len = items[first].domain_len, k = 0;
     int err;
 
     for (size_t i = first; i < n; i++) {
-        if (!same(items[i].domain, items[i].domain_len, items[first].domain,
-                  items[first].domain_len))
+        if (items[i].grouped || !same(items[i].domain, items[i].domain_len, domain, domain_len))
             continue;
+        items[i].grouped = true;
         scratch[k].key = cel_string(items[i].id, items[i].id_len);
         scratch[k++].value = items[i].value;
     }
     err = cel_vmap_build(r, scratch, k, NULL, ret);
     if (err == -EEXIST)
         return diag_fail(d, err, "%s: two entries for one name in domain %.*s", what,
-                         (int)items[first].domain_len, items[first].domain);
+                         (int)domain_len, domain);
     if (err < 0)
         return diag_fail(d, err, "out of memory");
     return 0;
 }
 
-/* Whether an earlier item has items[i]'s domain (so its map is built already). */
-static bool seen_domain(const struct named *items, size_t i)
-{
-    for (size_t j = 0; j < i; j++) {
-        if (same(items[j].domain, items[j].domain_len, items[i].domain, items[i].domain_len))
-            return true;
-    }
-    return false;
-}
-
-/* domain -> (id -> value) with the empty map for absent domains. The scratch arrays stay off the
+/*
+ * domain -> (id -> value) with the empty map for absent domains. The scratch arrays stay off the
  * arena, so a device's maps sit close together (selectors over many devices are bound by memory
- * latency). */
-static int by_domain(struct cel_region *r, const struct named *items, size_t n, const char *what,
+ * latency).
+ *
+ * An item whose domain was met before is skipped by its grouped mark, not by comparing it with
+ * every earlier item: that rescan (a seen_domain(items, i) loop over j < i ahead of the grouping
+ * loop over i..n) is miscompiled by clang 14 at -O2 — GVN's load PRE starts the j loop with
+ * items[i] instead of items[0], so every item after the first looks seen and all domains but the
+ * first are lost (test_domains_interleaved in tests/unit/cel/test-cel-dra.c).
+ */
+static int by_domain(struct cel_region *r, struct named *items, size_t n, const char *what,
                      struct diag *d, struct cel_value *ret)
 {
     struct cel_vmap_entry stack[2 * SCRATCH_MAX], *outer = stack, *scratch = stack + SCRATCH_MAX;
@@ -103,7 +108,7 @@ static int by_domain(struct cel_region *r, const struct named *items, size_t n, 
         scratch = heap + n;
     }
     for (size_t i = 0; i < n; i++) {
-        if (seen_domain(items, i))
+        if (items[i].grouped)
             continue;
         err = domain_map(r, items, n, i, scratch, what, d, &inner);
         if (err < 0)

@@ -259,6 +259,63 @@ static void test_in_memory(void **state)
     cel_region_release(&r);
 }
 
+/* Interleaved domains: each item lands in its own domain's map once, whatever the order (clang 14
+ * -O2 used to lose every domain but the first; see by_domain() in cel-dra.c). */
+static void test_domains_interleaved(void **state)
+{
+    static const char *const names[] = {"a",      "x.io/a", "b", "y.io/a",
+                                        "x.io/b", "y.io/b", "c", "/e"};
+    struct cel_dra_attr attrs[40];
+    struct cel_dra_device dev = {.driver = DRIVER, .driver_len = strlen(DRIVER), .attrs = attrs};
+    struct cel_region r;
+    struct cel_value val, m;
+    struct diag d;
+    char many[40][8];
+
+    cel_region_init(&r, 0);
+    for (size_t i = 0; i < ARRAY_SIZE(names); i++)
+        attrs[i] = (struct cel_dra_attr){.name = names[i],
+                                         .name_len = strlen(names[i]),
+                                         .kind = CEL_DRA_ATTR_INT,
+                                         .i = (int64_t)i};
+    dev.n_attrs = ARRAY_SIZE(names);
+    diag_init(&d);
+    assert_int_equal(cel_dra_device_value(&r, &dev, &d, &val), 0);
+    m = get(val, "attributes");
+    assert_int_equal(m.map->n, 4); /* the driver's, x.io, y.io and the empty domain */
+    assert_int_equal(get(m, DRIVER).map->n, 3);
+    assert_int_equal(get(m, "x.io").map->n, 2);
+    assert_int_equal(get(m, "y.io").map->n, 2);
+    assert_int_equal(get(m, "").map->n, 1);
+    assert_int_equal(get(get(m, DRIVER), "c").i, 6);
+    assert_int_equal(get(get(m, "x.io"), "b").i, 4);
+    assert_int_equal(get(get(m, "y.io"), "a").i, 3);
+    assert_int_equal(get(get(m, ""), "e").i, 7);
+
+    /* a repeated name is reported with its domain */
+    attrs[4].name = "x.io/a";
+    attrs[4].name_len = 6;
+    assert_int_equal(cel_dra_device_value(&r, &dev, &d, &val), -EEXIST);
+    assert_string_equal(d.msg, "attributes: two entries for one name in domain x.io");
+
+    /* more than the scratch space on the stack: d0/0, d1/1, ..., d4/4, d0/5, ... */
+    for (size_t i = 0; i < ARRAY_SIZE(many); i++) {
+        snprintf(many[i], sizeof(many[i]), "d%zu/%zu", i % 5, i);
+        attrs[i] = (struct cel_dra_attr){.name = many[i],
+                                         .name_len = strlen(many[i]),
+                                         .kind = CEL_DRA_ATTR_INT,
+                                         .i = (int64_t)i};
+    }
+    dev.n_attrs = ARRAY_SIZE(many);
+    diag_init(&d);
+    assert_int_equal(cel_dra_device_value(&r, &dev, &d, &val), 0);
+    m = get(val, "attributes");
+    assert_int_equal(m.map->n, 5);
+    assert_int_equal(get(m, "d3").map->n, 8);
+    assert_int_equal(get(get(m, "d3"), "38").i, 38);
+    cel_region_release(&r);
+}
+
 /* ---- selectors evaluated against the H100 entry ---- */
 
 struct fixture {
@@ -415,6 +472,7 @@ int main(void)
         cmocka_unit_test(test_load_errors),
         cmocka_unit_test(test_load_limits),
         cmocka_unit_test(test_in_memory),
+        cmocka_unit_test(test_domains_interleaved),
         cmocka_unit_test_setup_teardown(test_selectors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_limits, setup, teardown),
     };
