@@ -9,6 +9,7 @@
 
 #include "celcmd.h"
 #include "cli.h"
+#include "dalloccmd.h"
 #include "dp.h"
 #include "info.h"
 #include "nvcdi-cmd.h"
@@ -34,6 +35,7 @@ static const struct command COMMANDS[] = {
     {"cdi", "generate CDI specs for the node's GPUs (cdi generate)", nvcdi_cmd_main},
     {"device-plugin", "the kubelet device plugin for NVIDIA GPUs", dp_main},
     {"cel", "evaluate CEL expressions as DRA device selectors (cel eval)", celcmd_main},
+    {"allocate", "allocate DRA ResourceClaims to devices on a node", dalloccmd_main},
     {"version", "print the version", version_main},
     {"help", "show this help", help_main},
 };

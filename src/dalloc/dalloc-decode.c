@@ -1,0 +1,625 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * jansson -> the allocator's model (dalloc-model.h), with the API server's validation where a bad
+ * value would change what is allocated. Messages name the object and the field:
+ * "ResourceClaim default/c1: spec.devices.requests[0].exactly.count: must be >= 1". Strings are
+ * borrowed from the objects, which the allocator keeps referenced.
+ *
+ * Fields of features gpuplane does not allocate yet: with their gate on they are refused with
+ * -ENOTSUP (device taints and request tolerations, consumesCounters/sharedCounters,
+ * allowMultipleAllocations and capacity requests, binding conditions); with it off Kubernetes
+ * drops them (taints, tolerations, allowMultipleAllocations are ignored), never selects the device
+ * (bindingConditions, consumesCounters) or refuses the request (capacity requests,
+ * distinctAttribute).
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dalloc-model.h"
+
+#define DALLOC_MAX_LIST 128
+
+struct ctx {
+    const char *kind;
+    const char *ns, *name;
+    struct diag *d;
+};
+
+_printf_(4, 5) static int fail(const struct ctx *c, int err, const char *field, const char *fmt,
+                               ...)
+{
+    char msg[512];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    if (c->ns)
+        return diag_fail(c->d, err, "%s %s/%s: %s: %s", c->kind, c->ns, c->name, field, msg);
+    return diag_fail(c->d, err, "%s %s: %s: %s", c->kind, c->name, field, msg);
+}
+
+static const char *str_at(const json_t *o, const char *key)
+{
+    return json_string_value(json_object_get(o, key));
+}
+
+/* An optional string member: NULL when absent; -EINVAL when present but not a non-empty string. */
+static int get_str(const struct ctx *c, const json_t *o, const char *key, const char *field,
+                   bool required, const char **ret)
+{
+    json_t *v = json_object_get(o, key);
+
+    if (!v || json_is_null(v)) {
+        if (required)
+            return fail(c, -EINVAL, field, "required");
+        *ret = NULL;
+        return 0;
+    }
+    if (!json_is_string(v) || json_string_length(v) == 0)
+        return fail(c, -EINVAL, field, "must be a non-empty string");
+    *ret = json_string_value(v);
+    return 0;
+}
+
+static int get_list(const struct ctx *c, const json_t *o, const char *key, const char *field,
+                    size_t max, json_t **ret)
+{
+    json_t *v = json_object_get(o, key);
+
+    if (!v || json_is_null(v)) {
+        *ret = NULL;
+        return 0;
+    }
+    if (!json_is_array(v))
+        return fail(c, -EINVAL, field, "must be a list");
+    if (json_array_size(v) > max)
+        return fail(c, -EINVAL, field, "must have at most %zu items", max);
+    *ret = v;
+    return 0;
+}
+
+static bool has(const json_t *o, const char *key)
+{
+    json_t *v = json_object_get(o, key);
+    return v && !json_is_null(v);
+}
+
+static int meta(struct ctx *c, const json_t *obj, bool namespaced)
+{
+    json_t *m = json_object_get(obj, "metadata");
+
+    c->name = str_at(m, "name");
+    c->ns = namespaced ? str_at(m, "namespace") : NULL;
+    if (namespaced && !c->ns)
+        c->ns = "default";
+    if (!c->name || !*c->name) {
+        c->name = "(unnamed)";
+        return fail(c, -EINVAL, "metadata.name", "required");
+    }
+    return 0;
+}
+
+/* ---- ResourceSlice ---- */
+
+static int decode_attr(const struct ctx *c, const char *field, const char *name, json_t *v,
+                       struct cel_dra_attr *at, struct cel_semver_obj *ver, const char **vtext)
+{
+    struct diag vd;
+    size_t n = json_object_size(v);
+
+    at->name = name;
+    at->name_len = strlen(name);
+    if (!json_is_object(v) || n != 1)
+        return fail(c, -EINVAL, field, "exactly one value must be specified");
+    if (json_is_integer(json_object_get(v, "int"))) {
+        at->kind = CEL_DRA_ATTR_INT;
+        at->i = json_integer_value(json_object_get(v, "int"));
+    } else if (json_is_boolean(json_object_get(v, "bool"))) {
+        at->kind = CEL_DRA_ATTR_BOOL;
+        at->b = json_is_true(json_object_get(v, "bool"));
+    } else if (json_is_string(json_object_get(v, "string"))) {
+        at->kind = CEL_DRA_ATTR_STRING;
+        at->str.s = str_at(v, "string");
+        at->str.len = strlen(at->str.s);
+        if (at->str.len > CEL_DRA_MAX_STRING_LEN)
+            return fail(c, -EINVAL, field, "must be at most 64 characters");
+    } else if (json_is_string(json_object_get(v, "version"))) {
+        const char *s = str_at(v, "version");
+        at->kind = CEL_DRA_ATTR_VERSION;
+        at->str.s = s;
+        at->str.len = strlen(s);
+        if (cel_dra_parse_version(s, strlen(s), ver, &vd) < 0)
+            return fail(c, -EINVAL, field,
+                        "must be a string compatible with semver.org spec 2.0.0");
+        at->version = ver;
+        *vtext = s;
+    } else {
+        return fail(c, -EINVAL, field, "exactly one value must be specified");
+    }
+    return 0;
+}
+
+static int decode_device_maps(const struct ctx *c, const char *dfield, json_t *jd,
+                              struct dalloc_device *dev)
+{
+    json_t *attrs = json_object_get(jd, "attributes"), *caps = json_object_get(jd, "capacity");
+    char field[256];
+    const char *key;
+    json_t *v;
+    size_t i = 0;
+    int r;
+
+    if (json_object_size(attrs) + json_object_size(caps) > CEL_DRA_MAX_ATTRIBUTES)
+        return fail(c, -EINVAL, dfield, "attributes and capacity: at most 32 entries");
+    dev->attrs = calloc(json_object_size(attrs) + 1, sizeof(*dev->attrs));
+    dev->versions = calloc(json_object_size(attrs) + 1, sizeof(*dev->versions));
+    dev->vtext = calloc(json_object_size(attrs) + 1, sizeof(*dev->vtext));
+    dev->caps = calloc(json_object_size(caps) + 1, sizeof(*dev->caps));
+    dev->capvals = calloc(json_object_size(caps) + 1, sizeof(*dev->capvals));
+    if (!dev->attrs || !dev->versions || !dev->vtext || !dev->caps || !dev->capvals)
+        return -ENOMEM;
+    json_object_foreach(attrs, key, v)
+    {
+        snprintf(field, sizeof(field), "%s.attributes[%s]", dfield, key);
+        r = decode_attr(c, field, key, v, &dev->attrs[i], &dev->versions[i], &dev->vtext[i]);
+        if (r < 0)
+            return r;
+        i++;
+    }
+    dev->n_attrs = i;
+    i = 0;
+    json_object_foreach(caps, key, v)
+    {
+        struct cel_quantity q;
+        const char *s = str_at(v, "value");
+
+        snprintf(field, sizeof(field), "%s.capacity[%s].value", dfield, key);
+        if (!s)
+            return fail(c, -EINVAL, field, "required");
+        if (cel_quantity_parse(s, strlen(s), NULL, &q) < 0)
+            return fail(c, -EINVAL, field, "not a quantity: \"%s\"", s);
+        cel_quantity_obj_init(&dev->capvals[i], &q);
+        dev->caps[i] = (struct cel_dra_capacity){key, strlen(key), &dev->capvals[i]};
+        i++;
+    }
+    dev->n_caps = i;
+    return 0;
+}
+
+static int decode_device(const struct ctx *c, const struct dalloc_gates *g, size_t idx, json_t *jd,
+                         struct dalloc_device *dev)
+{
+    char field[64];
+    int r;
+
+    snprintf(field, sizeof(field), "spec.devices[%zu]", idx);
+    if (!json_is_object(jd))
+        return fail(c, -EINVAL, field, "must be a mapping");
+    r = get_str(c, jd, "name", field, true, &dev->name);
+    if (r < 0)
+        return r;
+    if (has(jd, "taints") && g->device_taints)
+        return fail(c, -ENOTSUP, field, "taints are not supported by gpuplane yet");
+    if (has(jd, "consumesCounters")) {
+        if (g->partitionable)
+            return fail(c, -ENOTSUP, field, "consumesCounters is not supported by gpuplane yet");
+        dev->unallocatable = true;
+    }
+    if (has(jd, "bindingConditions") || has(jd, "bindingFailureConditions") ||
+        has(jd, "bindsToNode")) {
+        if (g->binding_conditions)
+            return fail(c, -ENOTSUP, field, "binding conditions are not supported by gpuplane yet");
+        dev->unallocatable = dev->unallocatable || has(jd, "bindingConditions");
+    }
+    if (json_is_true(json_object_get(jd, "allowMultipleAllocations")) && g->consumable_capacity)
+        return fail(c, -ENOTSUP, field,
+                    "allowMultipleAllocations is not supported by gpuplane yet");
+    if (has(jd, "nodeName") || has(jd, "nodeSelector") || has(jd, "allNodes"))
+        return fail(c, g->partitionable ? -ENOTSUP : -EINVAL, field,
+                    "per-device node selection is not supported");
+    return decode_device_maps(c, field, jd, dev);
+}
+
+static int slice_node(const struct ctx *c, json_t *spec, struct dalloc_slice *s)
+{
+    int n = 0, r;
+
+    r = get_str(c, spec, "nodeName", "spec.nodeName", false, &s->node_name);
+    if (r < 0)
+        return r;
+    if (s->node_name) {
+        s->node_kind = DALLOC_NODE_NAME;
+        n++;
+    }
+    if (has(spec, "allNodes")) {
+        if (!json_is_true(json_object_get(spec, "allNodes")))
+            return fail(c, -EINVAL, "spec.allNodes", "must be unset or true");
+        s->node_kind = DALLOC_NODE_ALL;
+        n++;
+    }
+    if (has(spec, "nodeSelector")) {
+        json_t *terms = json_object_get(json_object_get(spec, "nodeSelector"), "nodeSelectorTerms");
+        if (json_array_size(terms) != 1)
+            return fail(c, -EINVAL, "spec.nodeSelector.nodeSelectorTerms",
+                        "must have exactly one item");
+        s->node_kind = DALLOC_NODE_SELECTOR;
+        s->node_selector = json_object_get(spec, "nodeSelector");
+        n++;
+    }
+    if (has(spec, "perDeviceNodeSelection"))
+        return fail(c, -ENOTSUP, "spec.perDeviceNodeSelection", "not supported by gpuplane yet");
+    if (n != 1)
+        return fail(c, -EINVAL, "spec",
+                    "exactly one of `nodeName`, `nodeSelector`, `allNodes`, "
+                    "`perDeviceNodeSelection` is required");
+    return 0;
+}
+
+static int slice_spec(const struct ctx *c, const struct dalloc_gates *g, json_t *spec,
+                      struct dalloc_slice *s)
+{
+    json_t *pool = json_object_get(spec, "pool"), *devs;
+    json_t *gen = json_object_get(pool, "generation"),
+           *cnt = json_object_get(pool, "resourceSliceCount");
+    int r;
+
+    if ((r = get_str(c, spec, "driver", "spec.driver", true, &s->driver)) < 0 ||
+        (r = get_str(c, pool, "name", "spec.pool.name", true, &s->pool)) < 0)
+        return r;
+    if (!json_is_integer(gen) || json_integer_value(gen) < 0)
+        return fail(c, -EINVAL, "spec.pool.generation", "must be an integer >= 0");
+    if (!json_is_integer(cnt) || json_integer_value(cnt) < 1)
+        return fail(c, -EINVAL, "spec.pool.resourceSliceCount", "must be an integer > 0");
+    s->generation = json_integer_value(gen);
+    s->count = json_integer_value(cnt);
+    if ((r = slice_node(c, spec, s)) < 0)
+        return r;
+    if (has(spec, "sharedCounters") && g->partitionable)
+        return fail(c, -ENOTSUP, "spec.sharedCounters", "not supported by gpuplane yet");
+    if ((r = get_list(c, spec, "devices", "spec.devices", DALLOC_MAX_LIST, &devs)) < 0)
+        return r;
+    s->devices = calloc(json_array_size(devs) + 1, sizeof(*s->devices));
+    if (!s->devices)
+        return -ENOMEM;
+    for (size_t i = 0; i < json_array_size(devs); i++) {
+        s->devices[i].slice = s;
+        s->n_devices = i + 1;
+        r = decode_device(c, g, i, json_array_get(devs, i), &s->devices[i]);
+        if (r < 0)
+            return r;
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(s->devices[j].name, s->devices[i].name) == 0)
+                return fail(c, -EINVAL, "spec.devices", "duplicate device name %s",
+                            s->devices[i].name);
+    }
+    return 0;
+}
+
+void dalloc_slice_free(struct dalloc_slice *s)
+{
+    if (!s)
+        return;
+    for (size_t i = 0; i < s->n_devices; i++) {
+        free(s->devices[i].attrs);
+        free(s->devices[i].versions);
+        free(s->devices[i].vtext);
+        free(s->devices[i].caps);
+        free(s->devices[i].capvals);
+    }
+    free(s->devices);
+    free(s);
+}
+
+int dalloc_decode_slice(struct dalloc *a, json_t *obj, struct diag *d)
+{
+    struct ctx c = {.kind = "ResourceSlice", .d = d};
+    struct dalloc_slice *s;
+    int r;
+
+    if ((r = meta(&c, obj, false)) < 0)
+        return r;
+    s = calloc(1, sizeof(*s));
+    if (!s)
+        return -ENOMEM;
+    s->obj = obj;
+    s->name = c.name;
+    r = slice_spec(&c, &a->gates, json_object_get(obj, "spec"), s);
+    if (r >= 0)
+        r = vec_push(&a->slices, &s);
+    if (r < 0)
+        dalloc_slice_free(s);
+    return r < 0 ? r : 0;
+}
+
+/* ---- DeviceClass ---- */
+
+static int decode_selectors(const struct ctx *c, json_t *list, const char *field, const char ***ret,
+                            size_t *ret_n)
+{
+    char f[160];
+    size_t n = json_array_size(list);
+    const char **sel;
+
+    if (n > 32)
+        return fail(c, -EINVAL, field, "must have at most 32 items");
+    sel = calloc(n + 1, sizeof(*sel));
+    if (!sel)
+        return -ENOMEM;
+    *ret = sel;
+    *ret_n = n;
+    for (size_t i = 0; i < n; i++) {
+        const char *e = str_at(json_object_get(json_array_get(list, i), "cel"), "expression");
+        snprintf(f, sizeof(f), "%s[%zu].cel.expression", field, i);
+        if (!e || !*e)
+            return fail(c, -EINVAL, f, "required");
+        if (strlen(e) > 10 * 1024)
+            return fail(c, -EINVAL, f, "too long (more than 10240 bytes)");
+        sel[i] = e;
+    }
+    return 0;
+}
+
+void dalloc_class_free(struct dalloc_class *c)
+{
+    if (!c)
+        return;
+    free(c->selectors);
+    free(c);
+}
+
+int dalloc_decode_class(struct dalloc *a, json_t *obj, struct diag *d)
+{
+    struct ctx c = {.kind = "DeviceClass", .d = d};
+    struct dalloc_class *cls;
+    json_t *spec = json_object_get(obj, "spec"), *sel = NULL;
+    int r;
+
+    if ((r = meta(&c, obj, false)) < 0)
+        return r;
+    cls = calloc(1, sizeof(*cls));
+    if (!cls)
+        return -ENOMEM;
+    cls->obj = obj;
+    cls->name = c.name;
+    if ((r = get_list(&c, spec, "config", "spec.config", 32, &cls->config)) >= 0 &&
+        (r = get_list(&c, spec, "selectors", "spec.selectors", 32, &sel)) >= 0 &&
+        (r = decode_selectors(&c, sel, "spec.selectors", &cls->selectors, &cls->n_selectors)) >= 0)
+        r = vec_push(&a->classes, &cls);
+    if (r < 0)
+        dalloc_class_free(cls);
+    return r < 0 ? r : 0;
+}
+
+/* ---- ResourceClaim ---- */
+
+static int decode_exact(const struct ctx *c, const struct dalloc_gates *g, json_t *j,
+                        const char *field, bool sub, struct dalloc_exact *e)
+{
+    char f[160];
+    const char *mode;
+    json_t *cnt = json_object_get(j, "count"), *sel = NULL;
+    int r;
+
+    snprintf(f, sizeof(f), "%s.deviceClassName", field);
+    if ((r = get_str(c, j, "deviceClassName", f, true, &e->class_name)) < 0)
+        return r;
+    snprintf(f, sizeof(f), "%s.selectors", field);
+    if ((r = get_list(c, j, "selectors", f, 32, &sel)) < 0 ||
+        (r = decode_selectors(c, sel, f, &e->selectors, &e->n_selectors)) < 0)
+        return r;
+    snprintf(f, sizeof(f), "%s.allocationMode", field);
+    if ((r = get_str(c, j, "allocationMode", f, false, &mode)) < 0)
+        return r;
+    if (!mode || strcmp(mode, "ExactCount") == 0)
+        e->mode = DALLOC_EXACT_COUNT;
+    else if (strcmp(mode, "All") == 0)
+        e->mode = DALLOC_ALL;
+    else
+        return fail(c, -EINVAL, f,
+                    "Unsupported value: \"%s\": supported values: \"All\", \"ExactCount\"", mode);
+    snprintf(f, sizeof(f), "%s.count", field);
+    if (cnt && !json_is_null(cnt) && !json_is_integer(cnt))
+        return fail(c, -EINVAL, f, "must be an integer");
+    e->count = cnt && json_is_integer(cnt) ? json_integer_value(cnt) : 0;
+    if (e->mode == DALLOC_ALL && e->count != 0)
+        return fail(c, -EINVAL, f, "must not be specified when allocationMode is 'All'");
+    if (e->mode == DALLOC_EXACT_COUNT && cnt && json_is_integer(cnt) && e->count < 1)
+        return fail(c, -EINVAL, f, "must be >= 1");
+    if (e->mode == DALLOC_EXACT_COUNT && e->count == 0)
+        e->count = 1;
+    snprintf(f, sizeof(f), "%s.adminAccess", field);
+    if (has(j, "adminAccess")) {
+        if (sub)
+            return fail(c, -EINVAL, f, "field not allowed in sub-requests");
+        if (!json_is_boolean(json_object_get(j, "adminAccess")))
+            return fail(c, -EINVAL, f, "must be a boolean");
+        e->admin = json_is_true(json_object_get(j, "adminAccess"));
+    }
+    if (has(j, "tolerations") && g->device_taints)
+        return fail(c, -ENOTSUP, field, "tolerations are not supported by gpuplane yet");
+    if (has(j, "capacity")) {
+        snprintf(f, sizeof(f), "%s.capacity", field);
+        return fail(c, g->consumable_capacity ? -ENOTSUP : -EINVAL, f,
+                    g->consumable_capacity ? "capacity requests are not supported by gpuplane yet"
+                                           : "has capacity requests, but the DRAConsumableCapacity "
+                                             "feature is disabled");
+    }
+    return 0;
+}
+
+static int decode_request(const struct ctx *c, const struct dalloc_gates *g, json_t *j, size_t idx,
+                          struct dalloc_request *rq)
+{
+    char field[96], f[160];
+    json_t *fa = json_object_get(j, "firstAvailable"), *ex = json_object_get(j, "exactly");
+    int r;
+
+    snprintf(field, sizeof(field), "spec.devices.requests[%zu]", idx);
+    snprintf(f, sizeof(f), "%s.name", field);
+    if ((r = get_str(c, j, "name", f, true, &rq->name)) < 0)
+        return r;
+    if (!!(ex && !json_is_null(ex)) == !!(fa && !json_is_null(fa)))
+        return fail(c, -EINVAL, field, "exactly one of `exactly` or `firstAvailable` is required");
+    if (ex && !json_is_null(ex)) {
+        rq->subs = calloc(1, sizeof(*rq->subs));
+        if (!rq->subs)
+            return -ENOMEM;
+        rq->n_subs = 1;
+        rq->subs[0].name = rq->name;
+        snprintf(f, sizeof(f), "%s.exactly", field);
+        return decode_exact(c, g, ex, f, false, &rq->subs[0]);
+    }
+    snprintf(f, sizeof(f), "%s.firstAvailable", field);
+    if (!g->prioritized_list)
+        return fail(c, -EINVAL, f,
+                    "has subrequests, but the DRAPrioritizedList feature is disabled");
+    if (!json_is_array(fa) || json_array_size(fa) < 1 || json_array_size(fa) > 8)
+        return fail(c, -EINVAL, f, "must have 1 to 8 items");
+    rq->first_available = true;
+    rq->subs = calloc(json_array_size(fa), sizeof(*rq->subs));
+    if (!rq->subs)
+        return -ENOMEM;
+    for (size_t i = 0; i < json_array_size(fa); i++) {
+        json_t *s = json_array_get(fa, i);
+        rq->n_subs = i + 1;
+        snprintf(f, sizeof(f), "%s.firstAvailable[%zu]", field, i);
+        if ((r = get_str(c, s, "name", f, true, &rq->subs[i].name)) < 0 ||
+            (r = decode_exact(c, g, s, f, true, &rq->subs[i])) < 0)
+            return r;
+    }
+    return 0;
+}
+
+/* Whether ref ("req" or "req/sub") names a request (and sub-request) of the claim. */
+static bool ref_ok(const struct dalloc_claim *cl, const char *ref)
+{
+    const char *slash = strchr(ref, '/');
+    size_t n = slash ? (size_t)(slash - ref) : strlen(ref);
+
+    for (size_t i = 0; i < cl->n_requests; i++) {
+        const struct dalloc_request *rq = &cl->requests[i];
+        if (strlen(rq->name) != n || strncmp(rq->name, ref, n) != 0)
+            continue;
+        if (!slash)
+            return true;
+        for (size_t k = 0; rq->first_available && k < rq->n_subs; k++)
+            if (strcmp(rq->subs[k].name, slash + 1) == 0)
+                return true;
+    }
+    return false;
+}
+
+static int decode_constraint(const struct ctx *c, const struct dalloc_gates *g,
+                             const struct dalloc_claim *cl, json_t *j, size_t idx,
+                             struct dalloc_constraint *k)
+{
+    char f[96];
+    json_t *reqs = json_object_get(j, "requests");
+    int r;
+
+    snprintf(f, sizeof(f), "spec.devices.constraints[%zu]", idx);
+    if ((r = get_str(c, j, "matchAttribute", f, false, &k->match)) < 0 ||
+        (r = get_str(c, j, "distinctAttribute", f, false, &k->distinct)) < 0)
+        return r;
+    if (k->distinct && !g->consumable_capacity)
+        return fail(c, -EINVAL, f,
+                    "distinctAttribute needs the DRAConsumableCapacity feature, which is disabled");
+    if (!k->match == !k->distinct)
+        return fail(c, -EINVAL, f,
+                    "exactly one of `matchAttribute` or `distinctAttribute` is required");
+    if (!strchr(k->match ? k->match : k->distinct, '/'))
+        return fail(c, -EINVAL, f, "attribute must be a fully qualified name (domain/id)");
+    k->requests = calloc(json_array_size(reqs) + 1, sizeof(*k->requests));
+    if (!k->requests)
+        return -ENOMEM;
+    for (size_t i = 0; i < json_array_size(reqs); i++) {
+        const char *ref = json_string_value(json_array_get(reqs, i));
+        if (!ref || !ref_ok(cl, ref))
+            return fail(c, -EINVAL, f, "requests[%zu]: must be the name of a request in the claim",
+                        i);
+        k->requests[k->n_requests++] = ref;
+    }
+    return 0;
+}
+
+void dalloc_claim_free(struct dalloc_claim *c)
+{
+    if (!c)
+        return;
+    for (size_t i = 0; i < c->n_requests; i++) {
+        for (size_t k = 0; k < c->requests[i].n_subs; k++) {
+            free(c->requests[i].subs[k].selectors);
+            free(c->requests[i].subs[k].sel_cache);
+        }
+        free(c->requests[i].subs);
+    }
+    free(c->requests);
+    for (size_t i = 0; i < c->n_constraints; i++)
+        free(c->constraints[i].requests);
+    free(c->constraints);
+    free(c->chosen_sub);
+    free(c);
+}
+
+static int claim_devices(const struct ctx *c, const struct dalloc_gates *g, json_t *devs,
+                         struct dalloc_claim *cl)
+{
+    json_t *reqs, *cons;
+    int r;
+
+    if ((r = get_list(c, devs, "requests", "spec.devices.requests", 32, &reqs)) < 0 ||
+        (r = get_list(c, devs, "constraints", "spec.devices.constraints", 32, &cons)) < 0 ||
+        (r = get_list(c, devs, "config", "spec.devices.config", 32, &cl->config)) < 0)
+        return r;
+    cl->requests = calloc(json_array_size(reqs) + 1, sizeof(*cl->requests));
+    cl->chosen_sub = calloc(json_array_size(reqs) + 1, sizeof(*cl->chosen_sub));
+    cl->constraints = calloc(json_array_size(cons) + 1, sizeof(*cl->constraints));
+    if (!cl->requests || !cl->chosen_sub || !cl->constraints)
+        return -ENOMEM;
+    for (size_t i = 0; i < json_array_size(reqs); i++) {
+        cl->n_requests = i + 1;
+        if ((r = decode_request(c, g, json_array_get(reqs, i), i, &cl->requests[i])) < 0)
+            return r;
+        for (size_t k = 0; k < i; k++)
+            if (strcmp(cl->requests[k].name, cl->requests[i].name) == 0)
+                return fail(c, -EINVAL, "spec.devices.requests", "duplicate request name %s",
+                            cl->requests[i].name);
+    }
+    for (size_t i = 0; i < json_array_size(cons); i++) {
+        cl->n_constraints = i + 1;
+        r = decode_constraint(c, g, cl, json_array_get(cons, i), i, &cl->constraints[i]);
+        if (r < 0)
+            return r;
+    }
+    return 0;
+}
+
+int dalloc_decode_claim(struct dalloc *a, json_t *obj, struct diag *d)
+{
+    struct ctx c = {.kind = "ResourceClaim", .d = d};
+    struct dalloc_claim *cl;
+    json_t *alloc = json_object_get(json_object_get(obj, "status"), "allocation");
+    int r;
+
+    if ((r = meta(&c, obj, true)) < 0)
+        return r;
+    if (a->claims.len >= DALLOC_MAX_CLAIMS)
+        return fail(&c, -E2BIG, "metadata", "more than %d claims", DALLOC_MAX_CLAIMS);
+    cl = calloc(1, sizeof(*cl));
+    if (!cl)
+        return -ENOMEM;
+    cl->obj = obj;
+    cl->ns = c.ns;
+    cl->name = c.name;
+    cl->allocation = alloc && !json_is_null(alloc) ? alloc : NULL;
+    r = claim_devices(&c, &a->gates, json_object_get(json_object_get(obj, "spec"), "devices"), cl);
+    if (r >= 0)
+        r = vec_push(&a->claims, &cl);
+    if (r < 0)
+        dalloc_claim_free(cl);
+    return r < 0 ? r : 0;
+}

@@ -1,0 +1,176 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The allocator's in-memory model, shared by the files of src/dalloc: slices with their devices
+ * (attributes and capacities in the form src/cel's device value borrows, strings borrowed from the
+ * loaded JSON objects, which the allocator keeps referenced), pools gathered for the node, classes,
+ * and claims with their requests, constraints and configs. Decoding fills it (dalloc-decode.c),
+ * dalloc-pools.c picks the pools, dalloc-select.c runs selectors, dalloc-search.c searches and
+ * dalloc-result.c writes status.allocation.
+ */
+#pragma once
+
+#include <jansson.h>
+
+#include "base-vec.h"
+#include "cel-dra.h"
+#include "cel-k8s.h"
+#include "cel.h"
+#include "dalloc.h"
+
+enum dalloc_node_kind {
+    DALLOC_NODE_NAME,
+    DALLOC_NODE_ALL,
+    DALLOC_NODE_SELECTOR,
+};
+
+struct dalloc_slice;
+
+struct dalloc_device {
+    const char *name;
+    struct dalloc_slice *slice;
+    struct cel_dra_attr *attrs;
+    struct cel_semver_obj *versions; /* one per attribute, used by version attributes */
+    const char **vtext;              /* one per attribute: a version's text */
+    size_t n_attrs;
+    struct cel_dra_capacity *caps;
+    struct cel_quantity_obj *capvals;
+    size_t n_caps;
+    bool unallocatable; /* consumes counters while DRAPartitionableDevices is off */
+    /* search state */
+    bool value_built;
+    struct cel_value value;
+    unsigned in_use; /* allocated elsewhere, or chosen by a normal request of this attempt */
+};
+
+struct dalloc_slice {
+    json_t *obj;
+    const char *name, *driver, *pool;
+    int64_t generation, count;
+    enum dalloc_node_kind node_kind;
+    const char *node_name;
+    json_t *node_selector; /* the NodeSelector (one term) */
+    struct dalloc_device *devices;
+    size_t n_devices;
+};
+
+struct dalloc_pool {
+    const char *driver, *name;
+    int64_t generation;
+    struct vec slices; /* struct dalloc_slice *, sorted by name */
+    bool incomplete, invalid;
+};
+
+struct dalloc_class {
+    json_t *obj;
+    const char *name;
+    const char **selectors;
+    size_t n_selectors;
+    json_t *config; /* spec.config, or NULL */
+};
+
+enum dalloc_mode {
+    DALLOC_EXACT_COUNT,
+    DALLOC_ALL,
+};
+
+/* An ExactDeviceRequest or a DeviceSubRequest. */
+struct dalloc_exact {
+    const char *name; /* the sub-request's name, or the request's */
+    const char *class_name;
+    struct dalloc_class *cls;
+    const char **selectors;
+    size_t n_selectors;
+    enum dalloc_mode mode;
+    int64_t count;
+    bool admin;
+    uint8_t *sel_cache; /* per candidate: 0 unknown, 1 no, 2 yes */
+};
+
+struct dalloc_request {
+    const char *name;
+    bool first_available;
+    struct dalloc_exact *subs; /* one when !first_available */
+    size_t n_subs;
+};
+
+struct dalloc_constraint {
+    const char **requests;
+    size_t n_requests;
+    const char *match;    /* fully qualified attribute name, or NULL */
+    const char *distinct; /* or this */
+};
+
+/* One device chosen for a claim. */
+struct dalloc_pick {
+    size_t request, sub;
+    struct dalloc_device *dev;
+    size_t pos; /* its index in the candidate list */
+};
+
+struct dalloc_claim {
+    json_t *obj;
+    const char *ns, *name;
+    struct dalloc_request *requests;
+    size_t n_requests;
+    struct dalloc_constraint *constraints;
+    size_t n_constraints;
+    json_t *config;     /* spec.devices.config, or NULL */
+    json_t *allocation; /* status.allocation, or NULL: pending */
+    struct dalloc_pick picks[DALLOC_MAX_DEVICES_PER_CLAIM];
+    size_t n_picks;
+    size_t *chosen_sub; /* per request: the sub-request used */
+};
+
+struct dalloc {
+    char *node;
+    struct dalloc_gates gates;
+    uint64_t budget, steps;
+    json_t *node_labels; /* the Node's metadata.labels, or NULL */
+    struct vec slices;   /* struct dalloc_slice * */
+    struct vec classes;  /* struct dalloc_class * */
+    struct vec claims;   /* struct dalloc_claim * */
+    struct vec objs;     /* json_t *, referenced */
+    /* built by dalloc_run */
+    struct vec pools;      /* struct dalloc_pool * sorted by (driver, name) */
+    struct vec candidates; /* struct dalloc_device *: usable pools' devices in search order */
+    bool saw_invalid;
+    struct cel_env *env;
+    struct cel_cache *cache;
+    struct cel_evaluator *ev;
+    struct cel_activation *act;
+    int device_var;
+    struct cel_region region;
+    /* where the search failed deepest, for the no-solution message */
+    size_t fail_claim, fail_request;
+    bool failed_any;
+};
+
+/* dalloc-decode.c */
+_wur_ int dalloc_decode_slice(struct dalloc *a, json_t *obj, struct diag *d);
+_wur_ int dalloc_decode_class(struct dalloc *a, json_t *obj, struct diag *d);
+_wur_ int dalloc_decode_claim(struct dalloc *a, json_t *obj, struct diag *d);
+void dalloc_slice_free(struct dalloc_slice *s);
+void dalloc_class_free(struct dalloc_class *c);
+void dalloc_claim_free(struct dalloc_claim *c);
+
+/* dalloc-pools.c: builds a->pools and a->candidates for a->node. */
+_wur_ int dalloc_pools_gather(struct dalloc *a, struct diag *d);
+void dalloc_pools_release(struct dalloc *a);
+/* Whether the node (name and labels) matches a NodeSelector's single term. */
+bool dalloc_node_matches(const struct dalloc *a, const json_t *selector);
+
+/* dalloc-select.c */
+_wur_ int dalloc_select_init(struct dalloc *a, struct diag *d);
+void dalloc_select_release(struct dalloc *a);
+/* Whether candidate `pos` matches the class and request selectors of e (cached): 1 yes, 0 no,
+ * -EDOM with d for a compile or runtime error. */
+_wur_ int dalloc_selectable(struct dalloc *a, const struct dalloc_claim *c, struct dalloc_exact *e,
+                            size_t pos, struct diag *d);
+/* The attribute `fqname` ("domain/id") of dev, or NULL. */
+const struct cel_dra_attr *dalloc_device_attr(const struct dalloc_device *dev, const char *fqname);
+
+/* dalloc-search.c: 0 found, 1 no solution, <0 error. */
+_wur_ int dalloc_search(struct dalloc *a, struct diag *d);
+
+/* dalloc-result.c: the pending claims with status.allocation from their picks. */
+_wur_ int dalloc_result(struct dalloc *a, struct diag *d, json_t **ret);

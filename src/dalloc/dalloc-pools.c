@@ -1,0 +1,223 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Which pools the node sees (reference §4.1): slices whose nodeName is the node, allNodes slices,
+ * and slices whose single node selector term matches the node (matchFields on metadata.name,
+ * matchExpressions on the labels of the Node object given in the input). Only the newest generation
+ * of a pool counts; a pool with fewer slices of that generation than resourceSliceCount is
+ * incomplete; duplicate device names across its slices make it invalid. Pools are sorted by
+ * (driver, pool name), slices by name, and the usable pools' devices form the candidate list the
+ * search walks.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dalloc-model.h"
+
+static bool in_values(const json_t *values, const char *v)
+{
+    size_t i;
+    json_t *x;
+
+    json_array_foreach(values, i, x) if (v && json_string_value(x) &&
+                                         strcmp(json_string_value(x), v) == 0) return true;
+    return false;
+}
+
+static bool req_matches(const json_t *req, const char *val, bool present)
+{
+    const char *op = json_string_value(json_object_get(req, "operator"));
+    const json_t *values = json_object_get(req, "values");
+
+    if (!op)
+        return false;
+    if (strcmp(op, "In") == 0)
+        return present && in_values(values, val);
+    if (strcmp(op, "NotIn") == 0)
+        return !present || !in_values(values, val);
+    if (strcmp(op, "Exists") == 0)
+        return present;
+    if (strcmp(op, "DoesNotExist") == 0)
+        return !present;
+    if ((strcmp(op, "Gt") == 0 || strcmp(op, "Lt") == 0) && present &&
+        json_array_size(values) == 1) {
+        char *end1, *end2;
+        long long a = strtoll(val, &end1, 10);
+        long long b = strtoll(json_string_value(json_array_get(values, 0)) ?: "", &end2, 10);
+        if (*end1 || *end2 || end1 == val)
+            return false;
+        return op[0] == 'G' ? a > b : a < b;
+    }
+    return false;
+}
+
+bool dalloc_node_matches(const struct dalloc *a, const json_t *selector)
+{
+    const json_t *term = json_array_get(json_object_get(selector, "nodeSelectorTerms"), 0);
+    const json_t *req;
+    size_t i;
+
+    if (!term)
+        return false;
+    json_array_foreach(json_object_get(term, "matchFields"), i, req)
+    {
+        const char *key = json_string_value(json_object_get(req, "key"));
+        if (!key || strcmp(key, "metadata.name") != 0 || !req_matches(req, a->node, true))
+            return false;
+    }
+    json_array_foreach(json_object_get(term, "matchExpressions"), i, req)
+    {
+        const char *key = json_string_value(json_object_get(req, "key"));
+        const char *v = key ? json_string_value(json_object_get(a->node_labels, key)) : NULL;
+        if (!key || !req_matches(req, v ? v : "", v != NULL))
+            return false;
+    }
+    return true;
+}
+
+static bool slice_visible(const struct dalloc *a, const struct dalloc_slice *s)
+{
+    switch (s->node_kind) {
+    case DALLOC_NODE_NAME:
+        return strcmp(s->node_name, a->node) == 0;
+    case DALLOC_NODE_ALL:
+        return true;
+    case DALLOC_NODE_SELECTOR:
+        return dalloc_node_matches(a, s->node_selector);
+    }
+    return false;
+}
+
+static struct dalloc_pool *pool_find(struct dalloc *a, const struct dalloc_slice *s)
+{
+    for (size_t i = 0; i < a->pools.len; i++) {
+        struct dalloc_pool *p = *VEC_AT(&a->pools, struct dalloc_pool *, i);
+        if (strcmp(p->driver, s->driver) == 0 && strcmp(p->name, s->pool) == 0)
+            return p;
+    }
+    return NULL;
+}
+
+static int cmp_pool(const void *x, const void *y)
+{
+    const struct dalloc_pool *p = *(struct dalloc_pool *const *)x,
+                             *q = *(struct dalloc_pool *const *)y;
+    int c = strcmp(p->driver, q->driver);
+    return c ? c : strcmp(p->name, q->name);
+}
+
+static int cmp_slice(const void *x, const void *y)
+{
+    return strcmp((*(struct dalloc_slice *const *)x)->name,
+                  (*(struct dalloc_slice *const *)y)->name);
+}
+
+/* Highest generation per pool over ALL slices (also those not for this node). */
+static int64_t newest_generation(const struct dalloc *a, const char *driver, const char *pool,
+                                 int64_t *ret_count, size_t *ret_have)
+{
+    int64_t gen = -1;
+
+    for (size_t i = 0; i < a->slices.len; i++) {
+        const struct dalloc_slice *s = *VEC_AT(&a->slices, struct dalloc_slice *, i);
+        if (strcmp(s->driver, driver) == 0 && strcmp(s->pool, pool) == 0 && s->generation > gen)
+            gen = s->generation;
+    }
+    *ret_have = 0;
+    for (size_t i = 0; i < a->slices.len; i++) {
+        const struct dalloc_slice *s = *VEC_AT(&a->slices, struct dalloc_slice *, i);
+        if (strcmp(s->driver, driver) == 0 && strcmp(s->pool, pool) == 0 && s->generation == gen) {
+            (*ret_have)++;
+            *ret_count = s->count;
+        }
+    }
+    return gen;
+}
+
+static int pool_add(struct dalloc *a, struct dalloc_slice *s)
+{
+    struct dalloc_pool *p = pool_find(a, s);
+    int r;
+
+    if (!p) {
+        p = calloc(1, sizeof(*p));
+        if (!p)
+            return -ENOMEM;
+        p->driver = s->driver;
+        p->name = s->pool;
+        vec_init(&p->slices, sizeof(struct dalloc_slice *), 1024);
+        r = vec_push(&a->pools, &p);
+        if (r < 0) {
+            free(p);
+            return r;
+        }
+    }
+    return vec_push(&p->slices, &s);
+}
+
+static void pool_check(struct dalloc *a, struct dalloc_pool *p)
+{
+    int64_t count = 0;
+    size_t have = 0;
+
+    p->generation = newest_generation(a, p->driver, p->name, &count, &have);
+    if ((int64_t)have != count)
+        p->incomplete = true;
+    for (size_t i = 0; i < p->slices.len; i++)
+        for (size_t j = i + 1; j < p->slices.len; j++) {
+            const struct dalloc_slice *s = *VEC_AT(&p->slices, struct dalloc_slice *, i);
+            const struct dalloc_slice *t = *VEC_AT(&p->slices, struct dalloc_slice *, j);
+            for (size_t x = 0; x < s->n_devices; x++)
+                for (size_t y = 0; y < t->n_devices; y++)
+                    if (strcmp(s->devices[x].name, t->devices[y].name) == 0)
+                        p->invalid = true;
+        }
+    if (p->invalid)
+        a->saw_invalid = true;
+}
+
+int dalloc_pools_gather(struct dalloc *a, struct diag *d)
+{
+    int r;
+
+    (void)d;
+    for (size_t i = 0; i < a->slices.len; i++) {
+        struct dalloc_slice *s = *VEC_AT(&a->slices, struct dalloc_slice *, i);
+        int64_t count;
+        size_t have;
+        if (!slice_visible(a, s) ||
+            s->generation != newest_generation(a, s->driver, s->pool, &count, &have))
+            continue;
+        if ((r = pool_add(a, s)) < 0)
+            return r;
+    }
+    if (a->pools.len)
+        qsort(a->pools.items, a->pools.len, sizeof(struct dalloc_pool *), cmp_pool);
+    for (size_t i = 0; i < a->pools.len; i++) {
+        struct dalloc_pool *p = *VEC_AT(&a->pools, struct dalloc_pool *, i);
+        qsort(p->slices.items, p->slices.len, sizeof(struct dalloc_slice *), cmp_slice);
+        pool_check(a, p);
+        if (p->incomplete || p->invalid)
+            continue;
+        for (size_t j = 0; j < p->slices.len; j++) {
+            struct dalloc_slice *s = *VEC_AT(&p->slices, struct dalloc_slice *, j);
+            for (size_t k = 0; k < s->n_devices; k++) {
+                struct dalloc_device *dev = &s->devices[k];
+                if ((r = vec_push(&a->candidates, &dev)) < 0)
+                    return r;
+            }
+        }
+    }
+    return 0;
+}
+
+void dalloc_pools_release(struct dalloc *a)
+{
+    for (size_t i = 0; i < a->pools.len; i++) {
+        struct dalloc_pool *p = *VEC_AT(&a->pools, struct dalloc_pool *, i);
+        vec_release(&p->slices);
+        free(p);
+    }
+    vec_release(&a->pools);
+    vec_release(&a->candidates);
+}

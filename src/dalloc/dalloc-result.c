@@ -1,0 +1,235 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The allocation result of each pending claim (reference §4.9): status.allocation.devices.results
+ * ({request ("req" or "req/sub"), driver, pool, device, adminAccess when set}) in allocation order;
+ * devices.config with the classes' configs (once per class, naming the requests that used it,
+ * source FromClass) followed by the claim's own configs that apply (each once, source FromClaim);
+ * and the nodeSelector: the node's name when any device is node-local, else the merged single-term
+ * selectors of the slices, else none (all devices from allNodes slices).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "dalloc-model.h"
+
+#define OK(x)                                                                                      \
+    do {                                                                                           \
+        if ((x) < 0)                                                                               \
+            return -ENOMEM;                                                                        \
+    } while (0)
+
+static const char *pick_request(const struct dalloc_claim *c, size_t ri, size_t si, char *buf,
+                                size_t len)
+{
+    const struct dalloc_request *rq = &c->requests[ri];
+
+    if (!rq->first_available)
+        return rq->name;
+    snprintf(buf, len, "%s/%s", rq->name, rq->subs[si].name);
+    return buf;
+}
+
+static int results(const struct dalloc_claim *c, json_t *out)
+{
+    char buf[160];
+
+    for (size_t i = 0; i < c->n_picks; i++) {
+        const struct dalloc_pick *p = &c->picks[i];
+        json_t *r =
+            json_pack("{s:s, s:s, s:s, s:s}", "request",
+                      pick_request(c, p->request, p->sub, buf, sizeof(buf)), "driver",
+                      p->dev->slice->driver, "pool", p->dev->slice->pool, "device", p->dev->name);
+        if (!r)
+            return -ENOMEM;
+        if (c->requests[p->request].subs[p->sub].admin)
+            OK(json_object_set_new(r, "adminAccess", json_true()));
+        OK(json_array_append_new(out, r));
+    }
+    return 0;
+}
+
+static int class_configs(const struct dalloc_claim *c, json_t *out)
+{
+    char buf[160];
+
+    for (size_t i = 0; i < c->n_requests; i++) {
+        const struct dalloc_class *cls = c->requests[i].subs[c->chosen_sub[i]].cls;
+        json_t *names, *entry;
+        size_t k;
+        bool seen = false;
+
+        for (size_t j = 0; j < i; j++)
+            seen = seen || c->requests[j].subs[c->chosen_sub[j]].cls == cls;
+        if (seen || !cls->config)
+            continue;
+        names = json_array();
+        if (!names)
+            return -ENOMEM;
+        for (size_t j = i; j < c->n_requests; j++)
+            if (c->requests[j].subs[c->chosen_sub[j]].cls == cls &&
+                json_array_append_new(names, json_string(pick_request(c, j, c->chosen_sub[j], buf,
+                                                                      sizeof(buf)))) < 0) {
+                json_decref(names);
+                return -ENOMEM;
+            }
+        json_array_foreach(cls->config, k, entry)
+        {
+            json_t *o = json_pack("{s:s, s:O, s:O*}", "source", "FromClass", "requests", names,
+                                  "opaque", json_object_get(entry, "opaque"));
+            if (!o || json_array_append_new(out, o) < 0) {
+                json_decref(names);
+                return -ENOMEM;
+            }
+        }
+        json_decref(names);
+    }
+    return 0;
+}
+
+static bool config_applies(const struct dalloc_claim *c, const json_t *reqs)
+{
+    char buf[160];
+    size_t k;
+    json_t *ref;
+
+    if (json_array_size(reqs) == 0)
+        return true;
+    json_array_foreach(reqs, k, ref)
+    {
+        const char *s = json_string_value(ref);
+        for (size_t i = 0; s && i < c->n_requests; i++)
+            if (strcmp(s, c->requests[i].name) == 0 ||
+                strcmp(s, pick_request(c, i, c->chosen_sub[i], buf, sizeof(buf))) == 0)
+                return true;
+    }
+    return false;
+}
+
+static int claim_configs(const struct dalloc_claim *c, json_t *out)
+{
+    size_t k;
+    json_t *entry;
+
+    json_array_foreach(c->config, k, entry)
+    {
+        json_t *reqs = json_object_get(entry, "requests"), *o;
+        if (!config_applies(c, reqs))
+            continue;
+        o = json_pack("{s:s, s:O*, s:O*}", "source", "FromClaim", "requests", reqs, "opaque",
+                      json_object_get(entry, "opaque"));
+        if (!o)
+            return -ENOMEM;
+        OK(json_array_append_new(out, o));
+    }
+    return 0;
+}
+
+static int merge_reqs(json_t *dst, const json_t *src)
+{
+    size_t i, j;
+    json_t *x, *y;
+
+    json_array_foreach(src, i, x)
+    {
+        bool dup = false;
+        json_array_foreach(dst, j, y) dup = dup || json_equal(x, y);
+        if (!dup)
+            OK(json_array_append(dst, x));
+    }
+    return 0;
+}
+
+static int node_selector(const struct dalloc *a, const struct dalloc_claim *c, json_t **ret)
+{
+    json_t *exprs = json_array(), *fields = json_array(), *term;
+
+    *ret = NULL;
+    for (size_t i = 0; i < c->n_picks; i++) {
+        const struct dalloc_slice *s = c->picks[i].dev->slice;
+        if (s->node_kind == DALLOC_NODE_NAME) {
+            json_decref(exprs);
+            json_decref(fields);
+            *ret = json_pack("{s:[{s:[{s:s, s:s, s:[s]}]}]}", "nodeSelectorTerms", "matchFields",
+                             "key", "metadata.name", "operator", "In", "values", a->node);
+            return *ret ? 0 : -ENOMEM;
+        }
+        if (s->node_kind == DALLOC_NODE_SELECTOR) {
+            term = json_array_get(json_object_get(s->node_selector, "nodeSelectorTerms"), 0);
+            if (exprs && fields &&
+                (merge_reqs(exprs, json_object_get(term, "matchExpressions")) < 0 ||
+                 merge_reqs(fields, json_object_get(term, "matchFields")) < 0))
+                break;
+        }
+    }
+    if (!exprs || !fields) {
+        json_decref(exprs);
+        json_decref(fields);
+        return -ENOMEM;
+    }
+    term = json_object();
+    if (term && json_array_size(exprs))
+        OK(json_object_set(term, "matchExpressions", exprs));
+    if (term && json_array_size(fields))
+        OK(json_object_set(term, "matchFields", fields));
+    json_decref(exprs);
+    json_decref(fields);
+    if (!term)
+        return -ENOMEM;
+    if (json_object_size(term) == 0) {
+        json_decref(term);
+        return 0;
+    }
+    *ret = json_pack("{s:[o]}", "nodeSelectorTerms", term);
+    return *ret ? 0 : -ENOMEM;
+}
+
+static int claim_result(const struct dalloc *a, const struct dalloc_claim *c, json_t **ret)
+{
+    _cleanup_json_ json_t *out = json_deep_copy(c->obj);
+    json_t *res = json_array(), *cfg = json_array(), *alloc, *status, *sel = NULL;
+    int r;
+
+    alloc = json_pack("{s:{s:o, s:o}}", "devices", "results", res, "config", cfg);
+    if (!out || !alloc)
+        return -ENOMEM;
+    status = json_object_get(out, "status");
+    if (!json_is_object(status)) {
+        status = json_object();
+        if (!status || json_object_set_new(out, "status", status) < 0) {
+            json_decref(alloc);
+            return -ENOMEM;
+        }
+    }
+    OK(json_object_set_new(status, "allocation", alloc));
+    if ((r = results(c, res)) < 0 || (r = class_configs(c, cfg)) < 0 ||
+        (r = claim_configs(c, cfg)) < 0 || (r = node_selector(a, c, &sel)) < 0)
+        return r;
+    if (json_array_size(cfg) == 0)
+        OK(json_object_del(json_object_get(alloc, "devices"), "config"));
+    if (sel)
+        OK(json_object_set_new(alloc, "nodeSelector", sel));
+    *ret = TAKE_PTR(out);
+    return 0;
+}
+
+int dalloc_result(struct dalloc *a, struct diag *d, json_t **ret)
+{
+    _cleanup_json_ json_t *list = json_array();
+    int r;
+
+    if (!list)
+        return -ENOMEM;
+    for (size_t i = 0; i < a->claims.len; i++) {
+        const struct dalloc_claim *c = *VEC_AT(&a->claims, struct dalloc_claim *, i);
+        json_t *o;
+        if (c->allocation)
+            continue;
+        if ((r = claim_result(a, c, &o)) < 0)
+            return diag_fail(d, r, "claim %s/%s: building the result: %s", c->ns, c->name,
+                             strerror(-r));
+        OK(json_array_append_new(list, o));
+    }
+    *ret = TAKE_PTR(list);
+    return 0;
+}

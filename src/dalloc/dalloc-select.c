@@ -1,0 +1,148 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Device selection (reference §4.4): a candidate is selectable for a (sub-)request when every
+ * selector of its class and then every selector of the request evaluates to true. Selectors are
+ * compiled through a program cache (one compile per distinct expression), the `device` value is
+ * built once per device, and each (device, claim, request, sub-request) result is cached for the
+ * run. Compile errors, runtime errors and non-bool results abort the allocation with Kubernetes'
+ * messages ("class gpu: selector #0: CEL runtime error: no such key: x").
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dalloc-model.h"
+
+int dalloc_select_init(struct dalloc *a, struct diag *d)
+{
+    int r;
+
+    cel_region_init(&a->region, 0);
+    if ((r = cel_env_new_dra(&a->env)) < 0)
+        return diag_fail(d, r, "CEL environment: %s", strerror(-r));
+    cel_env_require_bool(a->env, true);
+    if ((r = cel_cache_new(a->env, 1024, &a->cache)) < 0 || (r = cel_evaluator_new(&a->ev)) < 0 ||
+        (r = cel_activation_new(a->env, &a->act)) < 0)
+        return r;
+    a->device_var = cel_env_var_index(a->env, "device");
+    return a->device_var < 0 ? a->device_var : 0;
+}
+
+void dalloc_select_release(struct dalloc *a)
+{
+    a->act = cel_activation_free(a->act);
+    a->ev = cel_evaluator_free(a->ev);
+    a->cache = cel_cache_free(a->cache);
+    a->env = cel_env_free(a->env);
+    cel_region_release(&a->region);
+}
+
+static int device_value(struct dalloc *a, struct dalloc_device *dev, struct diag *d)
+{
+    struct cel_dra_device cd = {
+        .driver = dev->slice->driver,
+        .driver_len = strlen(dev->slice->driver),
+        .attrs = dev->attrs,
+        .n_attrs = dev->n_attrs,
+        .caps = dev->caps,
+        .n_caps = dev->n_caps,
+    };
+    struct diag vd;
+    int r;
+
+    if (dev->value_built)
+        return 0;
+    diag_init(&vd);
+    r = cel_dra_device_value(&a->region, &cd, &vd, &dev->value);
+    if (r < 0)
+        return diag_fail(d, r == -ENOMEM ? r : -EDOM, "device %s/%s/%s: %s", dev->slice->driver,
+                         dev->slice->pool, dev->name, vd.msg);
+    dev->value_built = true;
+    return 0;
+}
+
+/* 1 match, 0 no match, -EDOM error. who is "class <c>" or "claim <ns/name>". */
+static int eval_one(struct dalloc *a, const char *who, size_t idx, const char *expr, struct diag *d)
+{
+    _cleanup_(cel_program_unrefp) struct cel_program *p = NULL;
+    struct diag cd;
+    struct cel_value v;
+    int r;
+
+    diag_init(&cd);
+    r = cel_cache_get(a->cache, expr, strlen(expr), &p, &cd);
+    if (r < 0)
+        return diag_fail(d, r == -ENOMEM ? r : -EDOM, "%s: selector #%zu: CEL compile error: %s",
+                         who, idx, cd.msg);
+    v = cel_eval(a->ev, p, a->act, NULL);
+    if (v.kind == CEL_ERROR)
+        return diag_fail(d, -EDOM, "%s: selector #%zu: CEL runtime error: %s", who, idx,
+                         v.err->msg);
+    if (v.kind != CEL_BOOL)
+        return diag_fail(d, -EDOM,
+                         "%s: selector #%zu: CEL runtime error: expression must evaluate to bool",
+                         who, idx);
+    return v.b ? 1 : 0;
+}
+
+static int eval_all(struct dalloc *a, const struct dalloc_claim *c, const struct dalloc_exact *e,
+                    struct diag *d)
+{
+    char who[320];
+    int r;
+
+    snprintf(who, sizeof(who), "class %s", e->cls->name);
+    for (size_t i = 0; i < e->cls->n_selectors; i++)
+        if ((r = eval_one(a, who, i, e->cls->selectors[i], d)) <= 0)
+            return r;
+    snprintf(who, sizeof(who), "claim %s/%s", c->ns, c->name);
+    for (size_t i = 0; i < e->n_selectors; i++)
+        if ((r = eval_one(a, who, i, e->selectors[i], d)) <= 0)
+            return r;
+    return 1;
+}
+
+int dalloc_selectable(struct dalloc *a, const struct dalloc_claim *c, struct dalloc_exact *e,
+                      size_t pos, struct diag *d)
+{
+    struct dalloc_device *dev = *VEC_AT(&a->candidates, struct dalloc_device *, pos);
+    int r;
+
+    if (!e->sel_cache) {
+        e->sel_cache = calloc(a->candidates.len + 1, 1);
+        if (!e->sel_cache)
+            return -ENOMEM;
+    }
+    if (e->sel_cache[pos])
+        return e->sel_cache[pos] - 1;
+    if (dev->unallocatable) {
+        e->sel_cache[pos] = 1;
+        return 0;
+    }
+    if ((r = device_value(a, dev, d)) < 0)
+        return r;
+    cel_activation_set(a->act, a->device_var, dev->value);
+    r = eval_all(a, c, e, d);
+    if (r < 0)
+        return r;
+    e->sel_cache[pos] = (uint8_t)(r + 1);
+    return r;
+}
+
+const struct cel_dra_attr *dalloc_device_attr(const struct dalloc_device *dev, const char *fqname)
+{
+    const char *slash = strchr(fqname, '/');
+    size_t dlen = slash ? (size_t)(slash - fqname) : 0;
+    const char *driver = dev->slice->driver;
+
+    for (size_t i = 0; i < dev->n_attrs; i++) {
+        const struct cel_dra_attr *at = &dev->attrs[i];
+        if (at->name_len == strlen(fqname) && memcmp(at->name, fqname, at->name_len) == 0)
+            return at;
+        /* a bare name belongs to the driver's domain */
+        if (slash && !memchr(at->name, '/', at->name_len) && strlen(driver) == dlen &&
+            memcmp(driver, fqname, dlen) == 0 && strcmp(at->name, slash + 1) == 0)
+            return at;
+    }
+    return NULL;
+}

@@ -1,0 +1,262 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The allocator's front: feature gates, the object intake (dispatch by kind, List unpacking) and a
+ * run: gather the node's pools, mark the devices of already-allocated claims in use, resolve the
+ * requests' classes, search, and write the results.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dalloc-model.h"
+
+#define DALLOC_MAX_LIST_DEPTH 4
+
+struct gate_def {
+    const char *name;
+    size_t off;
+};
+
+static const struct gate_def GATES[] = {
+    {"DRAAdminAccess", offsetof(struct dalloc_gates, admin_access)},
+    {"DRAPrioritizedList", offsetof(struct dalloc_gates, prioritized_list)},
+    {"DRADeviceTaints", offsetof(struct dalloc_gates, device_taints)},
+    {"DRAPartitionableDevices", offsetof(struct dalloc_gates, partitionable)},
+    {"DRAConsumableCapacity", offsetof(struct dalloc_gates, consumable_capacity)},
+    {"DRADeviceBindingConditions", offsetof(struct dalloc_gates, binding_conditions)},
+    {"DRAResourceClaimDeviceStatus", offsetof(struct dalloc_gates, device_status)},
+    {"DRAExtendedResource", offsetof(struct dalloc_gates, extended_resource)},
+};
+
+void dalloc_gates_default(struct dalloc_gates *g)
+{
+    *g = (struct dalloc_gates){
+        .admin_access = true,
+        .prioritized_list = true,
+        .device_status = true,
+    };
+}
+
+static int gate_set(struct dalloc_gates *g, const char *item, size_t len, struct diag *d)
+{
+    const char *eq = memchr(item, '=', len);
+    size_t nlen = eq ? (size_t)(eq - item) : len, vlen = eq ? len - nlen - 1 : 0;
+    bool v;
+
+    if (!eq)
+        return diag_fail(d, -EINVAL, "feature gate \"%.*s\": expected Name=true|false", (int)len,
+                         item);
+    if (vlen == 4 && strncmp(eq + 1, "true", 4) == 0)
+        v = true;
+    else if (vlen == 5 && strncmp(eq + 1, "false", 5) == 0)
+        v = false;
+    else
+        return diag_fail(d, -EINVAL, "feature gate %.*s: invalid value \"%.*s\"", (int)nlen, item,
+                         (int)vlen, eq + 1);
+    for (size_t i = 0; i < ARRAY_SIZE(GATES); i++)
+        if (strlen(GATES[i].name) == nlen && strncmp(GATES[i].name, item, nlen) == 0) {
+            *(bool *)((char *)g + GATES[i].off) = v;
+            return 0;
+        }
+    return diag_fail(d, -EINVAL, "unrecognized feature gate: %.*s", (int)nlen, item);
+}
+
+int dalloc_gates_parse(struct dalloc_gates *g, const char *spec, struct diag *d)
+{
+    struct dalloc_gates tmp = *g;
+    int r;
+
+    while (*spec) {
+        size_t len = strcspn(spec, ",");
+        if (len && (r = gate_set(&tmp, spec, len, d)) < 0)
+            return r;
+        spec += len + (spec[len] == ',');
+    }
+    *g = tmp;
+    return 0;
+}
+
+int dalloc_new(const char *node, const struct dalloc_gates *gates, struct dalloc **ret)
+{
+    struct dalloc *a = calloc(1, sizeof(*a));
+
+    if (!a)
+        return -ENOMEM;
+    a->node = strdup(node);
+    if (!a->node) {
+        free(a);
+        return -ENOMEM;
+    }
+    a->gates = *gates;
+    a->budget = DALLOC_DEFAULT_BUDGET;
+    vec_init(&a->slices, sizeof(struct dalloc_slice *), 1u << 16);
+    vec_init(&a->classes, sizeof(struct dalloc_class *), 1u << 14);
+    vec_init(&a->claims, sizeof(struct dalloc_claim *), DALLOC_MAX_CLAIMS);
+    vec_init(&a->objs, sizeof(json_t *), 1u << 18);
+    vec_init(&a->pools, sizeof(struct dalloc_pool *), 1u << 16);
+    vec_init(&a->candidates, sizeof(struct dalloc_device *), 1u << 20);
+    *ret = a;
+    return 0;
+}
+
+struct dalloc *dalloc_free(struct dalloc *a)
+{
+    if (!a)
+        return NULL;
+    dalloc_pools_release(a);
+    dalloc_select_release(a);
+    for (size_t i = 0; i < a->slices.len; i++)
+        dalloc_slice_free(*VEC_AT(&a->slices, struct dalloc_slice *, i));
+    for (size_t i = 0; i < a->classes.len; i++)
+        dalloc_class_free(*VEC_AT(&a->classes, struct dalloc_class *, i));
+    for (size_t i = 0; i < a->claims.len; i++)
+        dalloc_claim_free(*VEC_AT(&a->claims, struct dalloc_claim *, i));
+    for (size_t i = 0; i < a->objs.len; i++)
+        json_decref(*VEC_AT(&a->objs, json_t *, i));
+    vec_release(&a->slices);
+    vec_release(&a->classes);
+    vec_release(&a->claims);
+    vec_release(&a->objs);
+    free(a->node);
+    free(a);
+    return NULL;
+}
+
+void dalloc_set_budget(struct dalloc *a, uint64_t steps)
+{
+    a->budget = steps ? steps : DALLOC_DEFAULT_BUDGET;
+}
+
+static int add_node(struct dalloc *a, json_t *obj)
+{
+    const char *name = json_string_value(json_object_get(json_object_get(obj, "metadata"), "name"));
+
+    if (name && strcmp(name, a->node) == 0)
+        a->node_labels = json_object_get(json_object_get(obj, "metadata"), "labels");
+    return 0;
+}
+
+static int add_one(struct dalloc *a, json_t *obj, unsigned depth, struct diag *d)
+{
+    const char *kind = json_string_value(json_object_get(obj, "kind"));
+    size_t i;
+    json_t *item;
+    int r;
+
+    if (!json_is_object(obj) || !kind)
+        return diag_fail(d, -EINVAL, "object without a kind");
+    if (strcmp(kind, "List") == 0 ||
+        (strlen(kind) > 4 && strcmp(kind + strlen(kind) - 4, "List") == 0)) {
+        if (depth >= DALLOC_MAX_LIST_DEPTH)
+            return diag_fail(d, -EINVAL, "%s: nested too deeply", kind);
+        json_array_foreach(json_object_get(obj, "items"), i,
+                           item) if ((r = add_one(a, item, depth + 1, d)) < 0) return r;
+        return 0;
+    }
+    if (strcmp(kind, "ResourceSlice") == 0)
+        return dalloc_decode_slice(a, obj, d);
+    if (strcmp(kind, "DeviceClass") == 0)
+        return dalloc_decode_class(a, obj, d);
+    if (strcmp(kind, "ResourceClaim") == 0)
+        return dalloc_decode_claim(a, obj, d);
+    if (strcmp(kind, "Node") == 0)
+        return add_node(a, obj);
+    return diag_fail(d, -EINVAL, "unsupported kind %s", kind);
+}
+
+int dalloc_add(struct dalloc *a, json_t *obj, struct diag *d)
+{
+    int r;
+
+    json_incref(obj);
+    if ((r = vec_push(&a->objs, &obj)) < 0) {
+        json_decref(obj);
+        return r;
+    }
+    return add_one(a, obj, 0, d);
+}
+
+static struct dalloc_class *class_find(const struct dalloc *a, const char *name)
+{
+    for (size_t i = 0; i < a->classes.len; i++) {
+        struct dalloc_class *c = *VEC_AT(&a->classes, struct dalloc_class *, i);
+        if (strcmp(c->name, name) == 0)
+            return c;
+    }
+    return NULL;
+}
+
+static int resolve_classes(struct dalloc *a, struct dalloc_claim *c, struct diag *d)
+{
+    int64_t min_total = 0;
+
+    for (size_t i = 0; i < c->n_requests; i++) {
+        int64_t min = INT64_MAX;
+        for (size_t k = 0; k < c->requests[i].n_subs; k++) {
+            struct dalloc_exact *e = &c->requests[i].subs[k];
+            e->cls = class_find(a, e->class_name);
+            if (!e->cls)
+                return diag_fail(d, -ENOENT,
+                                 "claim %s/%s, request %s: could not retrieve device class %s: "
+                                 "deviceclass.resource.k8s.io \"%s\" not found",
+                                 c->ns, c->name, c->requests[i].name, e->class_name, e->class_name);
+            if (e->admin && !a->gates.admin_access)
+                return diag_fail(d, -EINVAL,
+                                 "claim %s/%s, request %s: admin access is requested, but the "
+                                 "feature is disabled",
+                                 c->ns, c->name, c->requests[i].name);
+            min = e->mode == DALLOC_ALL ? (min < 1 ? min : 1) : (e->count < min ? e->count : min);
+        }
+        min_total += min;
+        if (min_total > DALLOC_MAX_DEVICES_PER_CLAIM)
+            return diag_fail(d, -EINVAL,
+                             "claim %s/%s: number of requested devices %lld exceeds the claim "
+                             "limit of %d",
+                             c->ns, c->name, (long long)min_total, DALLOC_MAX_DEVICES_PER_CLAIM);
+    }
+    return 0;
+}
+
+/* The devices of the already-allocated claims' non-admin results are in use. */
+static void mark_allocated(struct dalloc *a, const struct dalloc_claim *c)
+{
+    json_t *res = json_object_get(json_object_get(c->allocation, "devices"), "results"), *r;
+    size_t i;
+
+    json_array_foreach(res, i, r)
+    {
+        const char *drv = json_string_value(json_object_get(r, "driver"));
+        const char *pool = json_string_value(json_object_get(r, "pool"));
+        const char *dev = json_string_value(json_object_get(r, "device"));
+        if (!drv || !pool || !dev || json_is_true(json_object_get(r, "adminAccess")))
+            continue;
+        for (size_t k = 0; k < a->candidates.len; k++) {
+            struct dalloc_device *x = *VEC_AT(&a->candidates, struct dalloc_device *, k);
+            if (strcmp(x->name, dev) == 0 && strcmp(x->slice->pool, pool) == 0 &&
+                strcmp(x->slice->driver, drv) == 0)
+                x->in_use++;
+        }
+    }
+}
+
+int dalloc_run(struct dalloc *a, struct diag *d, json_t **ret)
+{
+    int r;
+
+    for (size_t i = 0; i < a->claims.len; i++) {
+        struct dalloc_claim *c = *VEC_AT(&a->claims, struct dalloc_claim *, i);
+        if (!c->allocation && (r = resolve_classes(a, c, d)) < 0)
+            return r;
+    }
+    if ((r = dalloc_pools_gather(a, d)) < 0 || (r = dalloc_select_init(a, d)) < 0)
+        return r;
+    for (size_t i = 0; i < a->claims.len; i++) {
+        struct dalloc_claim *c = *VEC_AT(&a->claims, struct dalloc_claim *, i);
+        if (c->allocation)
+            mark_allocated(a, c);
+    }
+    r = dalloc_search(a, d);
+    if (r != 0)
+        return r;
+    return dalloc_result(a, d, ret);
+}

@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * gpuplane's DRA structured allocator: given ResourceSlices, DeviceClasses and ResourceClaims
+ * (resource.k8s.io/v1, as jansson values) and a node, finds devices for the claims that have no
+ * status.allocation yet, all together (as for one pod), the way Kubernetes 1.36's scheduler does:
+ * pools visible to the node in (driver, pool) order, first-fit depth-first search over
+ * combinations, class and request CEL selectors, matchAttribute/distinctAttribute constraints,
+ * firstAvailable sub-requests, allocationMode All, adminAccess. Claims that already carry an
+ * allocation are the cluster's state: their devices are in use.
+ *
+ * Not implemented yet (decode rejects the fields when their gate is on, and ignores or refuses them
+ * as Kubernetes does when it is off, so nothing is silently mis-allocated): device taints and
+ * tolerations, partitionable devices (shared counters), consumable capacity (multi-allocatable
+ * devices, capacity requests), binding conditions. See docs/dalloc.md.
+ */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base-diag.h"
+#include "base-macro.h"
+
+/* Feature gates (Kubernetes' names) with their 1.35 defaults. */
+struct dalloc_gates {
+    bool admin_access;        /* DRAAdminAccess, on */
+    bool prioritized_list;    /* DRAPrioritizedList, on */
+    bool device_taints;       /* DRADeviceTaints, off */
+    bool partitionable;       /* DRAPartitionableDevices, off */
+    bool consumable_capacity; /* DRAConsumableCapacity, off */
+    bool binding_conditions;  /* DRADeviceBindingConditions, off */
+    bool device_status;       /* DRAResourceClaimDeviceStatus, on (no effect on allocation) */
+    bool extended_resource;   /* DRAExtendedResource, off (no effect here) */
+};
+
+void dalloc_gates_default(struct dalloc_gates *g);
+/* Applies "Name=true|false,..." on top of *g. -EINVAL with d naming an unknown gate or value. */
+_wur_ int dalloc_gates_parse(struct dalloc_gates *g, const char *spec, struct diag *d);
+
+/* Default number of search steps (candidate devices tried) before giving up. */
+#define DALLOC_DEFAULT_BUDGET ((uint64_t)1000000)
+/* Most claims one allocation handles; most devices one claim gets (Kubernetes' limit). */
+#define DALLOC_MAX_CLAIMS 256
+#define DALLOC_MAX_DEVICES_PER_CLAIM 32
+
+struct dalloc;
+
+/* A new, empty allocator for node `node` (copied). */
+_wur_ int dalloc_new(const char *node, const struct dalloc_gates *gates, struct dalloc **ret);
+struct dalloc *dalloc_free(struct dalloc *a);
+DEFINE_POINTER_CLEANUP(struct dalloc, dalloc_free)
+
+/* The step budget (0: DALLOC_DEFAULT_BUDGET). */
+void dalloc_set_budget(struct dalloc *a, uint64_t steps);
+
+/*
+ * Adds one object: a ResourceSlice, DeviceClass, ResourceClaim, Node (its labels feed node
+ * selectors) or a List of them. obj is borrowed (json_incref'd) and must not be modified; `where`
+ * names the source for messages (a file name, may be NULL). Validates the object: -EINVAL with d
+ * naming the object and field ("ResourceClaim default/c1: spec.devices.requests[0].exactly.count:
+ * must be >= 1"); -ENOTSUP for a field gpuplane cannot allocate yet while its gate is on.
+ */
+_wur_ int dalloc_add(struct dalloc *a, json_t *obj, struct diag *d);
+
+/*
+ * Allocates the pending claims (those without status.allocation) in input order. Returns 0 and
+ * *ret a JSON array of those claims with status.allocation filled (new reference); 1 when there is
+ * no solution (d says which claim/request failed, ret untouched); -EINVAL, -ENOENT (unknown class),
+ * -EDOM (CEL compile or runtime error), -E2BIG (step budget), -ENOMEM with d for errors.
+ */
+_wur_ int dalloc_run(struct dalloc *a, struct diag *d, json_t **ret);
