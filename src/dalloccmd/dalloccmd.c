@@ -213,6 +213,8 @@ int dalloccmd_main(int argc, char **argv)
     dalloc_gates_default(&o.gates);
     cli_common_init(&cc);
     r = parse(argc, argv, &cc, &o);
+    if (r != 0)
+        r = CLI_EXIT_USAGE; /* cli_usage_error() returns -EINVAL */
     if (r == 0 && cc.help) {
         fputs(USAGE, stdout);
     } else if (r == 0) {

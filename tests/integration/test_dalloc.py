@@ -1,0 +1,192 @@
+# SPDX-License-Identifier: Apache-2.0
+"""gpuplane allocate: the DRA structured allocator through the binary. Table-driven small cases from
+the reference's behaviour examples (§4.11): exit code, chosen devices (order-insensitive) and the
+error text; plus the command line's contract (help, output forms, examples/dra)."""
+import json
+import pathlib
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+CLASS_A = """
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: a}
+spec:
+  selectors: [{cel: {expression: 'device.driver == "a"'}}]
+---
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: b}
+spec:
+  selectors: [{cel: {expression: 'device.driver == "b"'}}]
+"""
+
+
+def slice_(name, devices, pool="p1", gen=1, count=1, node="nodeName: n1", driver="a"):
+    devs = "\n".join(f"  - {d}" for d in devices)
+    return f"""
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {{name: {name}}}
+spec:
+  driver: {driver}
+  pool: {{name: {pool}, generation: {gen}, resourceSliceCount: {count}}}
+  {node}
+  devices:
+{devs}
+"""
+
+
+def claim(name, requests, extra="", status=""):
+    return f"""
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {{name: {name}, namespace: default}}
+spec:
+  devices:
+    requests: {requests}
+{extra}
+{status}
+"""
+
+
+def docs(*parts):
+    return "\n---\n".join(p.strip("\n") for p in parts) + "\n"
+
+
+ONE = '[{name: r, exactly: {deviceClassName: a}}]'
+MEM = lambda q: f'{{cel: {{expression: "device.capacity[\'a\'].memory.compareTo(quantity(\'{q}\')) >= 0"}}}}'
+
+CASES = {
+    "one device, node-local": (
+        docs(CLASS_A, slice_("s1", ["{name: d1}"]), claim("c1", ONE)), 0, {"c1": ["r:d1"]}, None),
+    "backtracking": (
+        docs(CLASS_A,
+             slice_("s1", ["{name: d2, capacity: {memory: {value: 2Gi}}}",
+                           "{name: d1, capacity: {memory: {value: 1Gi}}}"]),
+             claim("c1", f"[{{name: r0, exactly: {{deviceClassName: a, selectors: [{MEM('1Gi')}]}}}},"
+                         f" {{name: r1, exactly: {{deviceClassName: a, selectors: [{MEM('2Gi')}]}}}}]")),
+        0, {"c1": ["r0:d1", "r1:d2"]}, None),
+    "newer generation incomplete": (
+        docs(CLASS_A, slice_("s1", ["{name: d1}"], gen=1),
+             slice_("s2", ["{name: d2}"], gen=2, count=2), claim("c1", ONE)),
+        1, None, "request r"),
+    "duplicate device across slices": (
+        docs(CLASS_A, slice_("s1", ["{name: d1}"], count=2), slice_("s2", ["{name: d1}"], count=2),
+             claim("c1", ONE)),
+        2, None, "invalid resource pools were encountered"),
+    "claim limit": (
+        docs(CLASS_A, slice_("s1", ["{name: d1}"]),
+             claim("c1", "[{name: r, exactly: {deviceClassName: a, count: 500}}]")),
+        2, None, "exceeds the claim limit of 32"),
+    "All with incomplete pool": (
+        docs(CLASS_A, slice_("s1", ["{name: d1}"], count=2),
+             claim("c1", "[{name: r, exactly: {deviceClassName: a, allocationMode: All}}]")),
+        2, None, "resource pool a/p1 is currently being updated"),
+    "All takes every device": (
+        docs(CLASS_A, slice_("s1", ["{name: d1}", "{name: d2}"]),
+             claim("c1", "[{name: r, exactly: {deviceClassName: a, allocationMode: All}}]")),
+        0, {"c1": ["r:d1", "r:d2"]}, None),
+    "All with one allocated": (
+        docs(CLASS_A, slice_("s1", ["{name: d1}", "{name: d2}"]),
+             claim("c0", ONE, status="status: {allocation: {devices: {results: "
+                                     "[{request: r, driver: a, pool: p1, device: d1}]}}}"),
+             claim("c1", "[{name: r, exactly: {deviceClassName: a, allocationMode: All}}]")),
+        1, None, "claim default/c1"),
+    "admin access on allocated device": (
+        docs(CLASS_A, slice_("s1", ["{name: d1}"]),
+             claim("c0", ONE, status="status: {allocation: {devices: {results: "
+                                     "[{request: r, driver: a, pool: p1, device: d1}]}}}"),
+             claim("c1", "[{name: r, exactly: {deviceClassName: a, adminAccess: true}}]")),
+        0, {"c1": ["r:d1"]}, None),
+    "matchAttribute differs": (
+        docs(CLASS_A, slice_("s1", ["{name: d1, attributes: {numa: {int: 1}}}",
+                                    "{name: d2, attributes: {numa: {int: 2}}}"]),
+             claim("c1", "[{name: r, exactly: {deviceClassName: a, count: 2}}]",
+                   extra="    constraints: [{matchAttribute: a/numa}]")),
+        1, None, "claim default/c1, request r"),
+    "firstAvailable falls back": (
+        docs(CLASS_A, slice_("s1", ["{name: d1}"]),
+             claim("c1", "[{name: r, firstAvailable: [{name: sb, deviceClassName: b},"
+                         " {name: sa, deviceClassName: a}]}]")),
+        0, {"c1": ["r/sa:d1"]}, None),
+    "pool order": (
+        docs(CLASS_A, slice_("s3", ["{name: d3}"], pool="p3"), slice_("s2", ["{name: d2}"], pool="p2"),
+             slice_("s1", ["{name: d1}"], pool="p1"),
+             claim("c1", "[{name: r, exactly: {deviceClassName: a, count: 2}}]")),
+        0, {"c1": ["r:d1", "r:d2"]}, None),
+    "other node": (
+        docs(CLASS_A, slice_("s1", ["{name: d1}"], node="nodeName: n2"), claim("c1", ONE)),
+        1, None, "no suitable devices"),
+    "unknown class": (
+        docs(CLASS_A, slice_("s1", ["{name: d1}"]),
+             claim("c1", "[{name: r, exactly: {deviceClassName: nope}}]")),
+        2, None, "could not retrieve device class nope"),
+    "CEL runtime error": (
+        docs(CLASS_A, slice_("s1", ["{name: d1}"]),
+             claim("c1", "[{name: r, exactly: {deviceClassName: a, selectors: "
+                         "[{cel: {expression: 'device.attributes[\"a\"].missing == 1'}}]}}]")),
+        2, None, "claim default/c1: selector #0: CEL runtime error: no such key: missing"),
+    "bad count": (
+        docs(CLASS_A, claim("c1", "[{name: r, exactly: {deviceClassName: a, count: 0}}]")),
+        2, None, "ResourceClaim default/c1: spec.devices.requests[0].exactly.count: must be >= 1"),
+}
+
+
+def results(out):
+    return {c["metadata"]["name"]: sorted(f"{r['request']}:{r['device']}"
+                                          for r in c["status"]["allocation"]["devices"]["results"])
+            for c in json.loads(out)["items"]}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_case(gp, tmp_path, name):
+    text, rc, want, err = CASES[name]
+    f = tmp_path / "in.yaml"
+    f.write_text(text)
+    p = gp.run("allocate", "--node", "n1", "-o", "json", "-f", f)
+    assert p.returncode == rc, p.stderr
+    if want is not None:
+        assert results(p.stdout) == {k: sorted(v) for k, v in want.items()}
+    if err is not None:
+        assert err in p.stderr
+
+
+def test_node_selector_and_yaml(gp, tmp_path):
+    f = tmp_path / "in.yaml"
+    f.write_text(docs(CLASS_A, slice_("s1", ["{name: d1}"]), claim("c1", ONE)))
+    p = gp.run("allocate", "--node", "n1", "-f", f)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith('apiVersion: "v1"\nkind: "List"\n')
+    assert '- key: "metadata.name"' in p.stdout and '- "n1"' in p.stdout
+    sel = tmp_path / "sel.yaml"
+    sel.write_text(docs(CLASS_A, slice_("s1", ["{name: d1}"], node="allNodes: true"), claim("c1", ONE)))
+    p = gp.run("allocate", "--node", "n1", "-o", "json", "-f", sel)
+    assert p.returncode == 0, p.stderr
+    assert "nodeSelector" not in json.loads(p.stdout)["items"][0]["status"]["allocation"]
+
+
+def test_gates_and_usage(gp, tmp_path):
+    f = tmp_path / "in.yaml"
+    f.write_text(docs(CLASS_A, slice_("s1", ["{name: d1}"]),
+                      claim("c1", "[{name: r, firstAvailable: [{name: s, deviceClassName: a}]}]")))
+    p = gp.run("allocate", "--node", "n1", "--feature-gates", "DRAPrioritizedList=false", "-f", f)
+    assert p.returncode == 2 and "DRAPrioritizedList feature is disabled" in p.stderr
+    p = gp.run("allocate", "--node", "n1", "--feature-gates", "Bogus=true", "-f", f)
+    assert p.returncode == 2 and "Bogus" in p.stderr
+    p = gp.run("allocate", "-f", f)
+    assert p.returncode == 2 and "--node" in p.stderr
+    p = gp.run("allocate", "--help")
+    assert p.returncode == 0 and "Examples:" in p.stdout
+
+
+def test_examples_dra(gp):
+    ex = ROOT / "examples" / "dra"
+    if not (ex / "slices-dgx-h100-0.yaml").exists():
+        pytest.skip("examples/dra not present")
+    p = gp.run("allocate", "--node", "dgx-h100-0", "-o", "json", "-f", ex / "deviceclasses.yaml",
+               "-f", ex / "nodes.yaml", "-f", ex / "slices-dgx-h100-0.yaml")
+    assert p.returncode == 0, p.stderr  # no pending claims: an empty list
+    assert json.loads(p.stdout)["items"] == []
