@@ -1,0 +1,294 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Tests of the DRA allocator (src/dalloc) through its public API, table-driven from small YAML
+ * inputs: decode errors naming the object and field, pools and generations, node selectors against
+ * a Node's labels, ExactCount and All, firstAvailable, matchAttribute/distinctAttribute, admin
+ * access and its gate, the step budget. Each case states the exit (0 allocated, 1 no solution,
+ * negative errno) and either the devices chosen ("claim:request=device ...") or a piece of the
+ * message.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "base-doc.h"
+#include "base-strbuf.h"
+#include "dalloc.h"
+
+#define CLASS_A                                                                                    \
+    "kind: DeviceClass\nmetadata: {name: a}\n"                                                     \
+    "spec: {selectors: [{cel: {expression: 'device.driver == \"a\"'}}]}\n---\n"
+#define SLICE(name, pool, gen, count, node, devs)                                                  \
+    "kind: ResourceSlice\nmetadata: {name: " name "}\n"                                            \
+    "spec: {driver: a, pool: {name: " pool ", generation: " gen ", resourceSliceCount: " count     \
+    "}, " node ", devices: " devs "}\n---\n"
+#define CLAIM(name, reqs, extra)                                                                   \
+    "kind: ResourceClaim\nmetadata: {name: " name ", namespace: default}\n"                        \
+    "spec: {devices: {requests: " reqs extra "}}\n---\n"
+#define ONE "[{name: r, exactly: {deviceClassName: a}}]"
+
+struct tcase {
+    const char *name;
+    const char *yaml;
+    const char *gates;
+    uint64_t budget;
+    int want;          /* 0, 1 or a negative errno */
+    const char *picks; /* for 0: "c1:r=d1 c1:r=d2" in allocation order */
+    const char *msg;   /* for errors and 1: a substring of the message */
+};
+
+static const struct tcase CASES[] = {
+    {"one device",
+     CLASS_A SLICE("s1", "p1", "1", "1", "nodeName: n1", "[{name: d1}]") CLAIM("c1", ONE, ""), NULL,
+     0, 0, "c1:r=d1", NULL},
+    {"count must be >= 1",
+     CLASS_A CLAIM("c1", "[{name: r, exactly: {deviceClassName: a, count: 0}}]", ""), NULL, 0,
+     -EINVAL, NULL,
+     "ResourceClaim default/c1: spec.devices.requests[0].exactly.count: must be >= 1"},
+    {"exactly or firstAvailable", CLASS_A CLAIM("c1", "[{name: r}]", ""), NULL, 0, -EINVAL, NULL,
+     "spec.devices.requests[0]: exactly one of `exactly` or `firstAvailable` is required"},
+    {"All with count",
+     CLASS_A CLAIM("c1",
+                   "[{name: r, exactly: {deviceClassName: a, allocationMode: All, count: 2}}]", ""),
+     NULL, 0, -EINVAL, NULL, "must not be specified when allocationMode is 'All'"},
+    {"bad mode",
+     CLASS_A CLAIM("c1", "[{name: r, exactly: {deviceClassName: a, allocationMode: Some}}]", ""),
+     NULL, 0, -EINVAL, NULL, "supported values"},
+    {"slice node one-of",
+     CLASS_A SLICE("s1", "p1", "1", "1", "nodeName: n1, allNodes: true", "[{name: d1}]"), NULL, 0,
+     -EINVAL, NULL, "ResourceSlice s1: spec: exactly one of"},
+    {"bad version",
+     CLASS_A SLICE("s1", "p1", "1", "1", "nodeName: n1",
+                   "[{name: d1, attributes: {v: {version: v1.0}}}]"),
+     NULL, 0, -EINVAL, NULL,
+     "spec.devices[0].attributes[v]: must be a string compatible with semver"},
+    {"constraint names unknown request",
+     CLASS_A CLAIM("c1", ONE, ", constraints: [{matchAttribute: a/x, requests: [zz]}]"), NULL, 0,
+     -EINVAL, NULL, "constraints[0]: requests[0]: must be the name of a request"},
+    {"taints refused with the gate on",
+     CLASS_A SLICE("s1", "p1", "1", "1", "nodeName: n1",
+                   "[{name: d1, taints: [{key: k, effect: NoSchedule}]}]"),
+     "DRADeviceTaints=true", 0, -ENOTSUP, NULL, "taints are not supported"},
+    {"taints ignored with the gate off",
+     CLASS_A SLICE("s1", "p1", "1", "1", "nodeName: n1",
+                   "[{name: d1, taints: [{key: k, effect: NoSchedule}]}]") CLAIM("c1", ONE, ""),
+     NULL, 0, 0, "c1:r=d1", NULL},
+    {"counters: never selected with the gate off",
+     CLASS_A SLICE(
+         "s1", "p1", "1", "1", "nodeName: n1",
+         "[{name: d1, consumesCounters: [{counterSet: x, counters: {m: {value: 1}}}]}, {name: d2}]")
+         CLAIM("c1", ONE, ""),
+     NULL, 0, 0, "c1:r=d2", NULL},
+    {"newest generation only",
+     CLASS_A SLICE("s1", "p1", "1", "1", "nodeName: n1", "[{name: d1}]")
+         SLICE("s2", "p1", "2", "1", "nodeName: n1", "[{name: d2}]") CLAIM("c1", ONE, ""),
+     NULL, 0, 0, "c1:r=d2", NULL},
+    {"newest generation incomplete",
+     CLASS_A SLICE("s1", "p1", "1", "1", "nodeName: n1", "[{name: d1}]")
+         SLICE("s2", "p1", "2", "2", "nodeName: n1", "[{name: d2}]") CLAIM("c1", ONE, ""),
+     NULL, 0, 1, NULL, "claim default/c1, request r"},
+    {"generation counted over all nodes",
+     CLASS_A SLICE("s1", "p1", "1", "2", "nodeName: n1", "[{name: d1}]")
+         SLICE("s2", "p1", "1", "2", "nodeName: n2", "[{name: d2}]") CLAIM("c1", ONE, ""),
+     NULL, 0, 0, "c1:r=d1", NULL},
+    {"invalid pool",
+     CLASS_A SLICE("s1", "p1", "1", "2", "nodeName: n1", "[{name: d1}]")
+         SLICE("s2", "p1", "1", "2", "nodeName: n1", "[{name: d1}]") CLAIM("c1", ONE, ""),
+     NULL, 0, -EINVAL, NULL, "invalid resource pools were encountered"},
+    {"node selector matchExpressions",
+     "kind: Node\nmetadata: {name: n1, labels: {zone: z1}}\n---\n" CLASS_A SLICE(
+         "s1", "p1", "1", "1",
+         "nodeSelector: {nodeSelectorTerms: [{matchExpressions: [{key: zone, operator: In, values: "
+         "[z2]}]}]}",
+         "[{name: d1}]") SLICE("s2", "p2", "1", "1",
+                               "nodeSelector: {nodeSelectorTerms: [{matchExpressions: [{key: zone, "
+                               "operator: In, values: [z1]}]}]}",
+                               "[{name: d2}]") CLAIM("c1", ONE, ""),
+     NULL, 0, 0, "c1:r=d2", NULL},
+    {"node selector matchFields NotIn",
+     CLASS_A SLICE("s1", "p1", "1", "1",
+                   "nodeSelector: {nodeSelectorTerms: [{matchFields: [{key: metadata.name, "
+                   "operator: NotIn, values: [n1]}]}]}",
+                   "[{name: d1}]") CLAIM("c1", ONE, ""),
+     NULL, 0, 1, NULL, "no suitable devices"},
+    {"combinations in pool order",
+     CLASS_A SLICE("s2", "p2", "1", "1", "allNodes: true", "[{name: d3}, {name: d2}]")
+         SLICE("s1", "p1", "1", "1", "allNodes: true", "[{name: d1}]")
+             CLAIM("c1", "[{name: r, exactly: {deviceClassName: a, count: 2}}]", ""),
+     NULL, 0, 0, "c1:r=d1 c1:r=d3", NULL},
+    {"All",
+     CLASS_A SLICE("s1", "p1", "1", "1", "nodeName: n1", "[{name: d1}, {name: d2}]")
+         CLAIM("c1", "[{name: r, exactly: {deviceClassName: a, allocationMode: All}}]", ""),
+     NULL, 0, 0, "c1:r=d1 c1:r=d2", NULL},
+    {"All but one in use by the next claim's order",
+     CLASS_A SLICE("s1", "p1", "1", "1", "nodeName: n1", "[{name: d1}, {name: d2}]")
+         CLAIM("c0", ONE, "")
+             CLAIM("c1", "[{name: r, exactly: {deviceClassName: a, allocationMode: All}}]", ""),
+     NULL, 0, 1, NULL, "claim default/c1, request r"},
+    {"firstAvailable",
+     CLASS_A SLICE("s1", "p1", "1", "1", "nodeName: n1", "[{name: d1}]")
+         CLAIM("c1",
+               "[{name: r, firstAvailable: [{name: big, deviceClassName: a, count: 2}, {name: one, "
+               "deviceClassName: a}]}]",
+               ""),
+     NULL, 0, 0, "c1:r/one=d1", NULL},
+    {"firstAvailable gate off",
+     CLASS_A CLAIM("c1", "[{name: r, firstAvailable: [{name: one, deviceClassName: a}]}]", ""),
+     "DRAPrioritizedList=false", 0, -EINVAL, NULL, "DRAPrioritizedList feature is disabled"},
+    {"matchAttribute",
+     CLASS_A SLICE("s1", "p1", "1", "1", "nodeName: n1",
+                   "[{name: d1, attributes: {numa: {int: 1}}}, {name: d2, attributes: {numa: {int: "
+                   "2}}}, {name: d3, attributes: {numa: {int: 2}}}]")
+         CLAIM("c1", "[{name: r, exactly: {deviceClassName: a, count: 2}}]",
+               ", constraints: [{matchAttribute: a/numa}]"),
+     NULL, 0, 0, "c1:r=d2 c1:r=d3", NULL},
+    {"distinctAttribute per device",
+     CLASS_A SLICE("s1", "p1", "1", "1", "nodeName: n1",
+                   "[{name: d1, attributes: {numa: {int: 1}}}, {name: d2, attributes: {numa: {int: "
+                   "1}}}, {name: d3, attributes: {numa: {int: 2}}}]")
+         CLAIM("c1", "[{name: r, exactly: {deviceClassName: a, count: 2}}]",
+               ", constraints: [{distinctAttribute: a/numa}]"),
+     "DRAConsumableCapacity=true", 0, 0, "c1:r=d1 c1:r=d3", NULL},
+    {"distinctAttribute gate off",
+     CLASS_A CLAIM("c1", ONE, ", constraints: [{distinctAttribute: a/numa}]"), NULL, 0, -EINVAL,
+     NULL, "distinctAttribute needs the DRAConsumableCapacity feature"},
+    {"admin access ignores other claims",
+     CLASS_A SLICE(
+         "s1", "p1", "1", "1", "nodeName: n1",
+         "[{name: d1}]") "kind: ResourceClaim\nmetadata: {name: c0}\nspec: {devices: "
+                         "{requests: " ONE "}}\n"
+                         "status: {allocation: {devices: {results: [{request: r, driver: a, pool: "
+                         "p1, device: d1}]}}}\n---\n" CLAIM(
+                             "c1", "[{name: r, exactly: {deviceClassName: a, adminAccess: true}}]",
+                             ""),
+     NULL, 0, 0, "c1:r=d1!", NULL},
+    {"admin access gate off",
+     CLASS_A CLAIM("c1", "[{name: r, exactly: {deviceClassName: a, adminAccess: true}}]", ""),
+     "DRAAdminAccess=false", 0, -EINVAL, NULL,
+     "admin access is requested, but the feature is disabled"},
+    {"allocated elsewhere",
+     CLASS_A SLICE("s1", "p1", "1", "1", "nodeName: n1",
+                   "[{name: d1}]") "kind: ResourceClaim\nmetadata: {name: c0}\nspec: {devices: "
+                                   "{requests: " ONE "}}\n"
+                                   "status: {allocation: {devices: {results: [{request: r, driver: "
+                                   "a, pool: p1, device: d1}]}}}\n---\n" CLAIM("c1", ONE, ""),
+     NULL, 0, 1, NULL, "claim default/c1"},
+    {"budget",
+     CLASS_A SLICE("s1", "p1", "1", "1", "nodeName: n1",
+                   "[{name: d1, attributes: {n: {int: 1}}}, {name: d2, attributes: {n: {int: 2}}}, "
+                   "{name: d3, attributes: {n: {int: 3}}}, {name: d4, attributes: {n: {int: 4}}}]")
+         CLAIM("c1", "[{name: r, exactly: {deviceClassName: a, count: 2}}]",
+               ", constraints: [{matchAttribute: a/n}]"),
+     NULL, 5, -E2BIG, NULL, "search budget of 5 steps exhausted"},
+    {"unknown class", CLASS_A CLAIM("c1", "[{name: r, exactly: {deviceClassName: zz}}]", ""), NULL,
+     0, -ENOENT, NULL, "could not retrieve device class zz"},
+    {"CEL compile error",
+     CLASS_A SLICE("s1", "p1", "1", "1", "nodeName: n1", "[{name: d1}]")
+         CLAIM("c1",
+               "[{name: r, exactly: {deviceClassName: a, selectors: [{cel: {expression: "
+               "'device.nope'}}]}}]",
+               ""),
+     NULL, 0, -EDOM, NULL, "claim default/c1: selector #0: CEL compile error"},
+};
+
+/* "claim:request=device" for each result, '!' after admin results, space-separated. */
+static void picks(json_t *list, struct strbuf *sb)
+{
+    size_t i, k;
+    json_t *c, *r;
+
+    json_array_foreach(list, i, c)
+    {
+        json_t *res = json_object_get(
+            json_object_get(json_object_get(json_object_get(c, "status"), "allocation"), "devices"),
+            "results");
+        json_array_foreach(res, k, r)
+        {
+            assert_int_equal(
+                strbuf_addf(
+                    sb, "%s%s:%s=%s%s", sb->len ? " " : "",
+                    json_string_value(json_object_get(json_object_get(c, "metadata"), "name")),
+                    json_string_value(json_object_get(r, "request")),
+                    json_string_value(json_object_get(r, "device")),
+                    json_is_true(json_object_get(r, "adminAccess")) ? "!" : ""),
+                0);
+        }
+    }
+}
+
+static int run_case(const struct tcase *t, struct diag *d, json_t **out)
+{
+    _cleanup_(doc_freep) struct doc *doc = NULL;
+    _cleanup_(dalloc_freep) struct dalloc *a = NULL;
+    struct dalloc_gates g;
+    int r;
+
+    dalloc_gates_default(&g);
+    if (t->gates)
+        assert_int_equal(dalloc_gates_parse(&g, t->gates, d), 0);
+    assert_int_equal(doc_load_string(t->name, t->yaml, strlen(t->yaml), d, &doc), 0);
+    assert_int_equal(dalloc_new("n1", &g, &a), 0);
+    dalloc_set_budget(a, t->budget);
+    for (size_t i = 0; i < doc_count(doc); i++) {
+        if (json_is_null(doc_root(doc, i)))
+            continue;
+        if ((r = dalloc_add(a, doc_root(doc, i), d)) < 0)
+            return r;
+    }
+    return dalloc_run(a, d, out);
+}
+
+static void test_cases(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof(CASES) / sizeof(CASES[0]); i++) {
+        const struct tcase *t = &CASES[i];
+        _cleanup_strbuf_ struct strbuf sb = STRBUF_INIT;
+        _cleanup_json_ json_t *out = NULL;
+        struct diag d;
+        int r;
+
+        diag_init(&d);
+        r = run_case(t, &d, &out);
+        if (r != t->want || (t->msg && !strstr(d.msg, t->msg)))
+            fail_msg("case \"%s\": got %d (%s), want %d (%s)", t->name, r, d.msg, t->want,
+                     t->msg ? t->msg : "");
+        if (t->picks) {
+            picks(out, &sb);
+            if (strcmp(strbuf_str(&sb), t->picks) != 0)
+                fail_msg("case \"%s\": got \"%s\", want \"%s\"", t->name, strbuf_str(&sb),
+                         t->picks);
+        }
+    }
+}
+
+static void test_gates(void **state)
+{
+    struct dalloc_gates g;
+    struct diag d;
+
+    (void)state;
+    dalloc_gates_default(&g);
+    assert_true(g.admin_access && g.prioritized_list && !g.device_taints && !g.consumable_capacity);
+    assert_int_equal(dalloc_gates_parse(&g, "DRAAdminAccess=false,DRADeviceTaints=true", &d), 0);
+    assert_true(!g.admin_access && g.device_taints);
+    assert_int_equal(dalloc_gates_parse(&g, "DRAAdminAccess=true,Nope=true", &d), -EINVAL);
+    assert_non_null(strstr(d.msg, "Nope"));
+    assert_false(g.admin_access); /* unchanged on failure */
+    assert_int_equal(dalloc_gates_parse(&g, "DRAAdminAccess=yes", &d), -EINVAL);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_cases),
+        cmocka_unit_test(test_gates),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
