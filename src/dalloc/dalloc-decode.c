@@ -5,8 +5,9 @@
  * "ResourceClaim default/c1: spec.devices.requests[0].exactly.count: must be >= 1". Strings are
  * borrowed from the objects, which the allocator keeps referenced.
  *
- * Fields of features gpuplane does not allocate yet: with their gate on they are refused with
- * -ENOTSUP (device taints and request tolerations, consumesCounters/sharedCounters,
+ * Device taints and request tolerations are honoured with DRADeviceTaints on (ignored, as
+ * Kubernetes drops them, when off). Fields of features gpuplane does not allocate yet: with their
+ * gate on they are refused with -ENOTSUP (consumesCounters/sharedCounters,
  * allowMultipleAllocations and capacity requests, binding conditions); with it off Kubernetes
  * drops them (taints, tolerations, allowMultipleAllocations are ignored), never selects the device
  * (bindingConditions, consumesCounters) or refuses the request (capacity requests,
@@ -190,6 +191,67 @@ static int decode_device_maps(const struct ctx *c, const char *dfield, json_t *j
     return 0;
 }
 
+static bool one_of(const char *s, const char *const *list)
+{
+    for (; *list; list++)
+        if (strcmp(s, *list) == 0)
+            return true;
+    return false;
+}
+
+static int decode_taints(const struct ctx *c, const char *dfield, json_t *list, json_t **ret)
+{
+    static const char *const EFFECTS[] = {"None", "NoSchedule", "NoExecute", NULL};
+    char f[160];
+    json_t *t;
+    size_t i;
+
+    if (!json_is_array(list) || json_array_size(list) > 16)
+        return fail(c, -EINVAL, dfield, "taints: must be a list of at most 16 items");
+    json_array_foreach(list, i, t)
+    {
+        const char *key = str_at(t, "key"), *effect = str_at(t, "effect");
+        snprintf(f, sizeof(f), "%s.taints[%zu]", dfield, i);
+        if (!key || !*key)
+            return fail(c, -EINVAL, f, "key: required");
+        if (!effect || !one_of(effect, EFFECTS))
+            return fail(c, -EINVAL, f,
+                        "effect: supported values: \"NoExecute\", \"NoSchedule\", \"None\"");
+        if (has(t, "value") && !json_is_string(json_object_get(t, "value")))
+            return fail(c, -EINVAL, f, "value: must be a string");
+    }
+    *ret = list;
+    return 0;
+}
+
+static int decode_tolerations(const struct ctx *c, const char *rfield, json_t *list, json_t **ret)
+{
+    static const char *const OPS[] = {"Equal", "Exists", NULL};
+    static const char *const EFFECTS[] = {"", "NoSchedule", "NoExecute", NULL};
+    char f[200];
+    json_t *t;
+    size_t i;
+
+    if (!json_is_array(list) || json_array_size(list) > 16)
+        return fail(c, -EINVAL, rfield, "tolerations: must be a list of at most 16 items");
+    json_array_foreach(list, i, t)
+    {
+        const char *key = str_at(t, "key"), *op = str_at(t, "operator");
+        const char *effect = str_at(t, "effect");
+        snprintf(f, sizeof(f), "%s.tolerations[%zu]", rfield, i);
+        if (!json_is_object(t) || (op && !one_of(op, OPS)))
+            return fail(c, -EINVAL, f, "operator: supported values: \"Equal\", \"Exists\"");
+        if (effect && !one_of(effect, EFFECTS))
+            return fail(c, -EINVAL, f, "effect: supported values: \"NoExecute\", \"NoSchedule\"");
+        if ((!key || !*key) && !(op && strcmp(op, "Exists") == 0))
+            return fail(c, -EINVAL, f, "operator: must be Exists when `key` is empty");
+        if (op && strcmp(op, "Exists") == 0 && str_at(t, "value") && *str_at(t, "value"))
+            return fail(c, -EINVAL, f, "value: must be empty when `operator` is 'Exists'");
+    }
+    *ret = list;
+    return 0;
+}
+
 static int decode_device(const struct ctx *c, const struct dalloc_gates *g, size_t idx, json_t *jd,
                          struct dalloc_device *dev)
 {
@@ -202,8 +264,9 @@ static int decode_device(const struct ctx *c, const struct dalloc_gates *g, size
     r = get_str(c, jd, "name", field, true, &dev->name);
     if (r < 0)
         return r;
-    if (has(jd, "taints") && g->device_taints)
-        return fail(c, -ENOTSUP, field, "taints are not supported by gpuplane yet");
+    if (has(jd, "taints") && g->device_taints &&
+        (r = decode_taints(c, field, json_object_get(jd, "taints"), &dev->taints)) < 0)
+        return r;
     if (has(jd, "consumesCounters")) {
         if (g->partitionable)
             return fail(c, -ENOTSUP, field, "consumesCounters is not supported by gpuplane yet");
@@ -439,8 +502,9 @@ static int decode_exact(const struct ctx *c, const struct dalloc_gates *g, json_
             return fail(c, -EINVAL, f, "must be a boolean");
         e->admin = json_is_true(json_object_get(j, "adminAccess"));
     }
-    if (has(j, "tolerations") && g->device_taints)
-        return fail(c, -ENOTSUP, field, "tolerations are not supported by gpuplane yet");
+    if (has(j, "tolerations") && g->device_taints &&
+        (r = decode_tolerations(c, field, json_object_get(j, "tolerations"), &e->tolerations)) < 0)
+        return r;
     if (has(j, "capacity")) {
         snprintf(f, sizeof(f), "%s.capacity", field);
         return fail(c, g->consumable_capacity ? -ENOTSUP : -EINVAL, f,

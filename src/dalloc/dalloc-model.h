@@ -36,6 +36,7 @@ struct dalloc_device {
     struct cel_quantity_obj *capvals;
     size_t n_caps;
     bool unallocatable; /* consumes counters while DRAPartitionableDevices is off */
+    json_t *taints;     /* DeviceTaints (DRADeviceTaints on), or NULL */
     /* search state */
     bool value_built;
     struct cel_value value;
@@ -83,7 +84,8 @@ struct dalloc_exact {
     enum dalloc_mode mode;
     int64_t count;
     bool admin;
-    uint8_t *sel_cache; /* per candidate: 0 unknown, 1 no, 2 yes */
+    json_t *tolerations; /* DRADeviceTaints on: copied into the results */
+    uint8_t *sel_cache;  /* per candidate: 0 unknown, 1 no, 2 yes */
 };
 
 struct dalloc_request {
@@ -168,6 +170,9 @@ _wur_ int dalloc_selectable(struct dalloc *a, const struct dalloc_claim *c, stru
                             size_t pos, struct diag *d);
 /* The attribute `fqname` ("domain/id") of dev, or NULL. */
 const struct cel_dra_attr *dalloc_device_attr(const struct dalloc_device *dev, const char *fqname);
+
+/* Whether every NoSchedule/NoExecute taint of dev is tolerated by e (DRADeviceTaints). */
+bool dalloc_tolerated(const struct dalloc_device *dev, const struct dalloc_exact *e);
 
 /* dalloc-search.c: 0 found, 1 no solution, <0 error. */
 _wur_ int dalloc_search(struct dalloc *a, struct diag *d);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The allocation result of each pending claim (reference §4.9): status.allocation.devices.results
- * ({request ("req" or "req/sub"), driver, pool, device, adminAccess when set}) in allocation order;
+ * ({request ("req" or "req/sub"), driver, pool, device, adminAccess when set, the request's
+ * tolerations}) in allocation order;
  * devices.config with the classes' configs (once per class, naming the requests that used it,
  * source FromClass) followed by the claim's own configs that apply (each once, source FromClaim);
  * and the nodeSelector: the node's name when any device is node-local, else the merged single-term
@@ -44,6 +45,8 @@ static int results(const struct dalloc_claim *c, json_t *out)
             return -ENOMEM;
         if (c->requests[p->request].subs[p->sub].admin)
             OK(json_object_set_new(r, "adminAccess", json_true()));
+        if (c->requests[p->request].subs[p->sub].tolerations)
+            OK(json_object_set(r, "tolerations", c->requests[p->request].subs[p->sub].tolerations));
         OK(json_array_append_new(out, r));
     }
     return 0;

@@ -142,7 +142,7 @@ static int place(struct search *s, size_t ci, size_t ri, size_t si, int64_t need
             continue;
         if ((r = dalloc_selectable(a, c, e, pos, s->d)) < 0)
             return r;
-        if (r == 0 || !constraints_ok(c, ri, si, dev))
+        if (r == 0 || !dalloc_tolerated(dev, e) || !constraints_ok(c, ri, si, dev))
             continue;
         pick(c, ri, si, pos, dev, e->admin);
         r = place(s, ci, ri, si, need - 1, pos + 1);
@@ -185,7 +185,7 @@ static int place_all(struct search *s, size_t ci, size_t ri, size_t si)
             continue;
         r = 0;
         if (c->n_picks >= DALLOC_MAX_DEVICES_PER_CLAIM ||
-            (e->admin ? picked(c, dev) : dev->in_use > 0))
+            (e->admin ? picked(c, dev) : dev->in_use > 0) || !dalloc_tolerated(dev, e))
             goto undo;
         if (!constraints_ok(c, ri, si, dev)) {
             r = diag_fail(s->d, -EINVAL,

@@ -146,3 +146,39 @@ const struct cel_dra_attr *dalloc_device_attr(const struct dalloc_device *dev, c
     }
     return NULL;
 }
+
+/* Kubernetes' ToleratesTaint. */
+static bool tolerates(const json_t *tol, const json_t *taint)
+{
+    const char *te = json_string_value(json_object_get(tol, "effect"));
+    const char *tk = json_string_value(json_object_get(tol, "key"));
+    const char *op = json_string_value(json_object_get(tol, "operator"));
+    const char *tv = json_string_value(json_object_get(tol, "value"));
+    const char *v = json_string_value(json_object_get(taint, "value"));
+
+    if (te && *te && strcmp(te, json_string_value(json_object_get(taint, "effect"))) != 0)
+        return false;
+    if (tk && *tk && strcmp(tk, json_string_value(json_object_get(taint, "key"))) != 0)
+        return false;
+    if (op && strcmp(op, "Exists") == 0)
+        return true;
+    return strcmp(tv ? tv : "", v ? v : "") == 0;
+}
+
+bool dalloc_tolerated(const struct dalloc_device *dev, const struct dalloc_exact *e)
+{
+    size_t i, k;
+    json_t *taint, *tol;
+
+    json_array_foreach(dev->taints, i, taint)
+    {
+        const char *effect = json_string_value(json_object_get(taint, "effect"));
+        bool ok = false;
+        if (!effect || (strcmp(effect, "NoSchedule") != 0 && strcmp(effect, "NoExecute") != 0))
+            continue; /* None and unknown effects are ignored */
+        json_array_foreach(e->tolerations, k, tol) ok = ok || tolerates(tol, taint);
+        if (!ok)
+            return false;
+    }
+    return true;
+}

@@ -5,13 +5,14 @@
  * status.allocation yet, all together (as for one pod), the way Kubernetes 1.36's scheduler does:
  * pools visible to the node in (driver, pool) order, first-fit depth-first search over
  * combinations, class and request CEL selectors, matchAttribute/distinctAttribute constraints,
- * firstAvailable sub-requests, allocationMode All, adminAccess. Claims that already carry an
+ * firstAvailable sub-requests, allocationMode All, adminAccess, device taints and tolerations
+ * (DRADeviceTaints). Claims that already carry an
  * allocation are the cluster's state: their devices are in use.
  *
  * Not implemented yet (decode rejects the fields when their gate is on, and ignores or refuses them
- * as Kubernetes does when it is off, so nothing is silently mis-allocated): device taints and
- * tolerations, partitionable devices (shared counters), consumable capacity (multi-allocatable
- * devices, capacity requests), binding conditions. See docs/dalloc.md.
+ * as Kubernetes does when it is off, so nothing is silently mis-allocated): partitionable devices
+ * (shared counters), consumable capacity (multi-allocatable devices, capacity requests), binding
+ * conditions. See docs/dalloc.md.
  */
 #pragma once
 

@@ -168,6 +168,23 @@ def test_node_selector_and_yaml(gp, tmp_path):
     assert "nodeSelector" not in json.loads(p.stdout)["items"][0]["status"]["allocation"]
 
 
+def test_taint_toleration_copied(gp, tmp_path):
+    f = tmp_path / "in.yaml"
+    f.write_text(docs(CLASS_A, slice_("s1", ["{name: d1, taints: [{key: k, effect: NoSchedule}]}"]),
+                      claim("c1", "[{name: r, exactly: {deviceClassName: a, "
+                                  "tolerations: [{key: k, operator: Exists}]}}]")))
+    p = gp.run("allocate", "--node", "n1", "-o", "json", "--feature-gates", "DRADeviceTaints=true",
+               "-f", f)
+    assert p.returncode == 0, p.stderr
+    r = json.loads(p.stdout)["items"][0]["status"]["allocation"]["devices"]["results"][0]
+    assert r["device"] == "d1" and r["tolerations"] == [{"key": "k", "operator": "Exists"}]
+    p = gp.run("allocate", "--node", "n1", "-o", "json", "--feature-gates", "DRADeviceTaints=false",
+               "-f", f)
+    assert p.returncode == 0, p.stderr
+    r = json.loads(p.stdout)["items"][0]["status"]["allocation"]["devices"]["results"][0]
+    assert r["device"] == "d1" and "tolerations" not in r
+
+
 def test_gates_and_usage(gp, tmp_path):
     f = tmp_path / "in.yaml"
     f.write_text(docs(CLASS_A, slice_("s1", ["{name: d1}"]),

@@ -71,10 +71,39 @@ static const struct tcase CASES[] = {
     {"constraint names unknown request",
      CLASS_A CLAIM("c1", ONE, ", constraints: [{matchAttribute: a/x, requests: [zz]}]"), NULL, 0,
      -EINVAL, NULL, "constraints[0]: requests[0]: must be the name of a request"},
-    {"taints refused with the gate on",
+    {"tainted device skipped",
      CLASS_A SLICE("s1", "p1", "1", "1", "nodeName: n1",
-                   "[{name: d1, taints: [{key: k, effect: NoSchedule}]}]"),
-     "DRADeviceTaints=true", 0, -ENOTSUP, NULL, "taints are not supported"},
+                   "[{name: d1, taints: [{key: k, effect: NoSchedule}]}, {name: d2}]")
+         CLAIM("c1", ONE, ""),
+     "DRADeviceTaints=true", 0, 0, "c1:r=d2", NULL},
+    {"taint not tolerated",
+     CLASS_A SLICE("s1", "p1", "1", "1", "nodeName: n1",
+                   "[{name: d1, taints: [{key: k, value: v, effect: NoExecute}]}]")
+         CLAIM("c1",
+               "[{name: r, exactly: {deviceClassName: a, tolerations: [{key: k, value: w}]}}]", ""),
+     "DRADeviceTaints=true", 0, 1, NULL, "claim default/c1, request r"},
+    {"taint tolerated (Exists)",
+     CLASS_A SLICE("s1", "p1", "1", "1", "nodeName: n1",
+                   "[{name: d1, taints: [{key: k, value: v, effect: NoSchedule}]}]")
+         CLAIM("c1",
+               "[{name: r, exactly: {deviceClassName: a, tolerations: [{key: k, operator: "
+               "Exists}]}}]",
+               ""),
+     "DRADeviceTaints=true", 0, 0, "c1:r=d1", NULL},
+    {"taint effect None ignored",
+     CLASS_A SLICE("s1", "p1", "1", "1", "nodeName: n1",
+                   "[{name: d1, taints: [{key: k, effect: None}]}]") CLAIM("c1", ONE, ""),
+     "DRADeviceTaints=true", 0, 0, "c1:r=d1", NULL},
+    {"bad taint effect",
+     CLASS_A SLICE("s1", "p1", "1", "1", "nodeName: n1",
+                   "[{name: d1, taints: [{key: k, effect: Maybe}]}]"),
+     "DRADeviceTaints=true", 0, -EINVAL, NULL,
+     "ResourceSlice s1: spec.devices[0].taints[0]: effect"},
+    {"All with an untolerated taint",
+     CLASS_A SLICE("s1", "p1", "1", "1", "nodeName: n1",
+                   "[{name: d1}, {name: d2, taints: [{key: k, effect: NoSchedule}]}]")
+         CLAIM("c1", "[{name: r, exactly: {deviceClassName: a, allocationMode: All}}]", ""),
+     "DRADeviceTaints=true", 0, 1, NULL, "claim default/c1, request r"},
     {"taints ignored with the gate off",
      CLASS_A SLICE("s1", "p1", "1", "1", "nodeName: n1",
                    "[{name: d1, taints: [{key: k, effect: NoSchedule}]}]") CLAIM("c1", ONE, ""),
@@ -132,11 +161,11 @@ static const struct tcase CASES[] = {
              CLAIM("c1", "[{name: r, exactly: {deviceClassName: a, allocationMode: All}}]", ""),
      NULL, 0, 1, NULL, "claim default/c1, request r"},
     {"firstAvailable",
-     CLASS_A SLICE("s1", "p1", "1", "1", "nodeName: n1", "[{name: d1}]")
-         CLAIM("c1",
-               "[{name: r, firstAvailable: [{name: big, deviceClassName: a, count: 2}, {name: one, "
-               "deviceClassName: a}]}]",
-               ""),
+     CLASS_A SLICE("s1", "p1", "1", "1", "nodeName: n1", "[{name: d1}]") CLAIM(
+         "c1",
+         "[{name: r, firstAvailable: [{name: big, deviceClassName: a, count: 2}, {name: one, "
+         "deviceClassName: a}]}]",
+         ""),
      NULL, 0, 0, "c1:r/one=d1", NULL},
     {"firstAvailable gate off",
      CLASS_A CLAIM("c1", "[{name: r, firstAvailable: [{name: one, deviceClassName: a}]}]", ""),
@@ -189,11 +218,11 @@ static const struct tcase CASES[] = {
     {"unknown class", CLASS_A CLAIM("c1", "[{name: r, exactly: {deviceClassName: zz}}]", ""), NULL,
      0, -ENOENT, NULL, "could not retrieve device class zz"},
     {"CEL compile error",
-     CLASS_A SLICE("s1", "p1", "1", "1", "nodeName: n1", "[{name: d1}]")
-         CLAIM("c1",
-               "[{name: r, exactly: {deviceClassName: a, selectors: [{cel: {expression: "
-               "'device.nope'}}]}}]",
-               ""),
+     CLASS_A SLICE("s1", "p1", "1", "1", "nodeName: n1", "[{name: d1}]") CLAIM(
+         "c1",
+         "[{name: r, exactly: {deviceClassName: a, selectors: [{cel: {expression: "
+         "'device.nope'}}]}}]",
+         ""),
      NULL, 0, -EDOM, NULL, "claim default/c1: selector #0: CEL compile error"},
 };
 
