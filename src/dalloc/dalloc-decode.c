@@ -7,11 +7,11 @@
  *
  * Device taints and request tolerations are honoured with DRADeviceTaints on (ignored, as
  * Kubernetes drops them, when off). Fields of features gpuplane does not allocate yet: with their
- * gate on they are refused with -ENOTSUP (consumesCounters/sharedCounters,
+ * gate on they are refused with -ENOTSUP (
  * allowMultipleAllocations and capacity requests, binding conditions); with it off Kubernetes
  * drops them (taints, tolerations, allowMultipleAllocations are ignored), never selects the device
- * (bindingConditions, consumesCounters) or refuses the request (capacity requests,
- * distinctAttribute).
+ * (bindingConditions, consumesCounters: shared counters are decoded with DRAPartitionableDevices
+ * on) or refuses the request (capacity requests, distinctAttribute).
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -104,6 +104,18 @@ static int meta(struct ctx *c, const json_t *obj, bool namespaced)
     return 0;
 }
 
+int dalloc_quantity(const json_t *v, struct cel_quantity *ret)
+{
+    if (json_is_integer(v)) {
+        *ret = cel_quantity_from_int(json_integer_value(v));
+        return 0;
+    }
+    if (!json_is_string(v))
+        return -EINVAL;
+    return cel_quantity_parse(json_string_value(v), json_string_length(v), NULL, ret) < 0 ? -EINVAL
+                                                                                          : 0;
+}
+
 /* ---- ResourceSlice ---- */
 
 static int decode_attr(const struct ctx *c, const char *field, const char *name, json_t *v,
@@ -176,13 +188,13 @@ static int decode_device_maps(const struct ctx *c, const char *dfield, json_t *j
     json_object_foreach(caps, key, v)
     {
         struct cel_quantity q;
-        const char *s = str_at(v, "value");
+        json_t *qv = json_object_get(v, "value");
 
         snprintf(field, sizeof(field), "%s.capacity[%s].value", dfield, key);
-        if (!s)
+        if (!qv)
             return fail(c, -EINVAL, field, "required");
-        if (cel_quantity_parse(s, strlen(s), NULL, &q) < 0)
-            return fail(c, -EINVAL, field, "not a quantity: \"%s\"", s);
+        if (dalloc_quantity(qv, &q) < 0)
+            return fail(c, -EINVAL, field, "not a quantity");
         cel_quantity_obj_init(&dev->capvals[i], &q);
         dev->caps[i] = (struct cel_dra_capacity){key, strlen(key), &dev->capvals[i]};
         i++;
@@ -252,6 +264,89 @@ static int decode_tolerations(const struct ctx *c, const char *rfield, json_t *l
     return 0;
 }
 
+/* counters: map[name]{value: Quantity}; calls fn for each. */
+static int decode_counter_map(const struct ctx *c, const char *field, json_t *m,
+                              int (*fn)(void *u, const char *name, struct cel_quantity *q), void *u)
+{
+    char f[256];
+    const char *key;
+    json_t *v;
+    int r;
+
+    if (!json_is_object(m) || json_object_size(m) == 0 || json_object_size(m) > 32)
+        return fail(c, -EINVAL, field, "counters: must have 1 to 32 entries");
+    json_object_foreach(m, key, v)
+    {
+        struct cel_quantity q;
+        snprintf(f, sizeof(f), "%s.counters[%s].value", field, key);
+        if (dalloc_quantity(json_object_get(v, "value"), &q) < 0 || cel_quantity_sign(&q) < 0)
+            return fail(c, -EINVAL, f, "must be a non-negative quantity");
+        if (fn && (r = fn(u, key, &q)) < 0)
+            return r;
+    }
+    return 0;
+}
+
+struct consume_ctx {
+    struct dalloc_device *dev;
+    const char *set;
+};
+
+static int add_consume(void *u, const char *name, struct cel_quantity *q)
+{
+    struct consume_ctx *cc = u;
+    struct dalloc_device *dev = cc->dev;
+    struct dalloc_consume *n = reallocarray(dev->consume, dev->n_consume + 1, sizeof(*n));
+
+    if (!n)
+        return -ENOMEM;
+    dev->consume = n;
+    n[dev->n_consume++] = (struct dalloc_consume){cc->set, name, *q, 0};
+    return 0;
+}
+
+static int decode_consumes(const struct ctx *c, const char *dfield, json_t *list,
+                           struct dalloc_device *dev)
+{
+    char f[160];
+    json_t *e;
+    size_t i;
+    int r;
+
+    if (!json_is_array(list) || json_array_size(list) > 2)
+        return fail(c, -EINVAL, dfield, "consumesCounters: must be a list of at most 2 items");
+    json_array_foreach(list, i, e)
+    {
+        struct consume_ctx cc = {dev, str_at(e, "counterSet")};
+        snprintf(f, sizeof(f), "%s.consumesCounters[%zu]", dfield, i);
+        if (!cc.set || !*cc.set)
+            return fail(c, -EINVAL, f, "counterSet: required");
+        if ((r = decode_counter_map(c, f, json_object_get(e, "counters"), add_consume, &cc)) < 0)
+            return r;
+    }
+    return 0;
+}
+
+static int decode_shared_counters(const struct ctx *c, json_t *list)
+{
+    char f[96];
+    json_t *e;
+    size_t i;
+    int r;
+
+    if (!json_is_array(list) || json_array_size(list) > 8)
+        return fail(c, -EINVAL, "spec.sharedCounters", "must be a list of at most 8 items");
+    json_array_foreach(list, i, e)
+    {
+        snprintf(f, sizeof(f), "spec.sharedCounters[%zu]", i);
+        if (!str_at(e, "name") || !*str_at(e, "name"))
+            return fail(c, -EINVAL, f, "name: required");
+        if ((r = decode_counter_map(c, f, json_object_get(e, "counters"), NULL, NULL)) < 0)
+            return r;
+    }
+    return 0;
+}
+
 static int decode_device(const struct ctx *c, const struct dalloc_gates *g, size_t idx, json_t *jd,
                          struct dalloc_device *dev)
 {
@@ -267,11 +362,11 @@ static int decode_device(const struct ctx *c, const struct dalloc_gates *g, size
     if (has(jd, "taints") && g->device_taints &&
         (r = decode_taints(c, field, json_object_get(jd, "taints"), &dev->taints)) < 0)
         return r;
-    if (has(jd, "consumesCounters")) {
-        if (g->partitionable)
-            return fail(c, -ENOTSUP, field, "consumesCounters is not supported by gpuplane yet");
-        dev->unallocatable = true;
-    }
+    if (has(jd, "consumesCounters") && !g->partitionable)
+        dev->unallocatable = true; /* never allocatable while the feature is off */
+    else if (has(jd, "consumesCounters") &&
+             (r = decode_consumes(c, field, json_object_get(jd, "consumesCounters"), dev)) < 0)
+        return r;
     if (has(jd, "bindingConditions") || has(jd, "bindingFailureConditions") ||
         has(jd, "bindsToNode")) {
         if (g->binding_conditions)
@@ -341,8 +436,14 @@ static int slice_spec(const struct ctx *c, const struct dalloc_gates *g, json_t 
     s->count = json_integer_value(cnt);
     if ((r = slice_node(c, spec, s)) < 0)
         return r;
-    if (has(spec, "sharedCounters") && g->partitionable)
-        return fail(c, -ENOTSUP, "spec.sharedCounters", "not supported by gpuplane yet");
+    if (has(spec, "sharedCounters") && g->partitionable) {
+        if ((r = decode_shared_counters(c, json_object_get(spec, "sharedCounters"))) < 0)
+            return r;
+        if (has(spec, "devices"))
+            return fail(c, -EINVAL, "spec",
+                        "only one of `sharedCounters` or `devices` may be specified");
+        s->shared_counters = json_object_get(spec, "sharedCounters");
+    }
     if ((r = get_list(c, spec, "devices", "spec.devices", DALLOC_MAX_LIST, &devs)) < 0)
         return r;
     s->devices = calloc(json_array_size(devs) + 1, sizeof(*s->devices));
@@ -370,6 +471,7 @@ void dalloc_slice_free(struct dalloc_slice *s)
         free(s->devices[i].attrs);
         free(s->devices[i].versions);
         free(s->devices[i].vtext);
+        free(s->devices[i].consume);
         free(s->devices[i].caps);
         free(s->devices[i].capvals);
     }

@@ -24,6 +24,20 @@ enum dalloc_node_kind {
 };
 
 struct dalloc_slice;
+struct dalloc_pool;
+
+/* One counter a device consumes (DRAPartitionableDevices). */
+struct dalloc_consume {
+    const char *set, *name;
+    struct cel_quantity q;
+    size_t counter; /* index into its pool's counters, resolved when the pool is built */
+};
+
+/* One counter of a pool's shared counter sets: what is still available. */
+struct dalloc_counter {
+    const char *set, *name;
+    struct cel_quantity avail;
+};
 
 struct dalloc_device {
     const char *name;
@@ -35,8 +49,11 @@ struct dalloc_device {
     struct cel_dra_capacity *caps;
     struct cel_quantity_obj *capvals;
     size_t n_caps;
-    bool unallocatable; /* consumes counters while DRAPartitionableDevices is off */
-    json_t *taints;     /* DeviceTaints (DRADeviceTaints on), or NULL */
+    bool unallocatable;             /* consumes counters while DRAPartitionableDevices is off */
+    json_t *taints;                 /* DeviceTaints (DRADeviceTaints on), or NULL */
+    struct dalloc_consume *consume; /* DRAPartitionableDevices on */
+    size_t n_consume;
+    struct dalloc_pool *pool; /* set when its pool is gathered (newest generation only) */
     /* search state */
     bool value_built;
     struct cel_value value;
@@ -49,7 +66,8 @@ struct dalloc_slice {
     int64_t generation, count;
     enum dalloc_node_kind node_kind;
     const char *node_name;
-    json_t *node_selector; /* the NodeSelector (one term) */
+    json_t *node_selector;   /* the NodeSelector (one term) */
+    json_t *shared_counters; /* DRAPartitionableDevices on: spec.sharedCounters, or NULL */
     struct dalloc_device *devices;
     size_t n_devices;
 };
@@ -59,6 +77,8 @@ struct dalloc_pool {
     int64_t generation;
     struct vec slices; /* struct dalloc_slice *, sorted by name */
     bool incomplete, invalid;
+    struct dalloc_counter *counters; /* of every slice of the newest generation, any node */
+    size_t n_counters;
 };
 
 struct dalloc_class {
@@ -155,11 +175,22 @@ void dalloc_slice_free(struct dalloc_slice *s);
 void dalloc_class_free(struct dalloc_class *c);
 void dalloc_claim_free(struct dalloc_claim *c);
 
+/* A Quantity field (a string, or a JSON integer as Kubernetes also accepts): 0 or -EINVAL. The
+ * result may borrow v's text. */
+_wur_ int dalloc_quantity(const json_t *v, struct cel_quantity *ret);
+
 /* dalloc-pools.c: builds a->pools and a->candidates for a->node. */
 _wur_ int dalloc_pools_gather(struct dalloc *a, struct diag *d);
 void dalloc_pools_release(struct dalloc *a);
 /* Whether the node (name and labels) matches a NodeSelector's single term. */
 bool dalloc_node_matches(const struct dalloc *a, const json_t *selector);
+
+/* Reserves dev's counters in its pool: false (nothing reserved) when one does not fit. */
+bool dalloc_counters_take(struct dalloc_device *dev);
+void dalloc_counters_give(struct dalloc_device *dev);
+/* Subtracts dev's consumption whether or not it fits (an allocated device; a counter never goes
+ * below zero). */
+void dalloc_counters_force(struct dalloc_device *dev);
 
 /* dalloc-select.c */
 _wur_ int dalloc_select_init(struct dalloc *a, struct diag *d);

@@ -4,9 +4,11 @@
  * and slices whose single node selector term matches the node (matchFields on metadata.name,
  * matchExpressions on the labels of the Node object given in the input). Only the newest generation
  * of a pool counts; a pool with fewer slices of that generation than resourceSliceCount is
- * incomplete; duplicate device names across its slices make it invalid. Pools are sorted by
- * (driver, pool name), slices by name, and the usable pools' devices form the candidate list the
- * search walks.
+ * incomplete; duplicate device names across its slices, duplicate counter set names and devices
+ * consuming unknown counters make it invalid. Shared counters (DRAPartitionableDevices) live here:
+ * what each counter has left after the allocated devices, reserved and released by the search.
+ * Pools are sorted by (driver, pool name), slices by name, and the usable pools' devices form the
+ * candidate list the search walks.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -155,8 +157,121 @@ static int pool_add(struct dalloc *a, struct dalloc_slice *s)
     return vec_push(&p->slices, &s);
 }
 
-static void pool_check(struct dalloc *a, struct dalloc_pool *p)
+static bool same_pool(const struct dalloc_pool *p, const struct dalloc_slice *s)
 {
+    return s->generation == p->generation && strcmp(s->driver, p->driver) == 0 &&
+           strcmp(s->pool, p->name) == 0;
+}
+
+static int counters_add_set(struct dalloc_pool *p, const json_t *set)
+{
+    const char *setname = json_string_value(json_object_get(set, "name")), *key;
+    json_t *v;
+
+    for (size_t i = 0; i < p->n_counters; i++)
+        if (strcmp(p->counters[i].set, setname) == 0)
+            p->invalid = true; /* duplicate counter set name in the pool */
+    json_object_foreach(json_object_get(set, "counters"), key, v)
+    {
+        struct dalloc_counter *n = reallocarray(p->counters, p->n_counters + 1, sizeof(*n));
+        if (!n)
+            return -ENOMEM;
+        p->counters = n;
+        n[p->n_counters] = (struct dalloc_counter){setname, key, {0}};
+        if (dalloc_quantity(json_object_get(v, "value"), &n[p->n_counters].avail) < 0)
+            p->invalid = true; /* validated by decode; cannot happen */
+        p->n_counters++;
+    }
+    return 0;
+}
+
+/* The counter sets of every slice of the pool's generation (on any node), then every device's
+ * consumption resolved against them: an unknown set or counter makes the pool invalid. */
+static int pool_counters(struct dalloc *a, struct dalloc_pool *p)
+{
+    size_t i, k;
+    json_t *set;
+    int r;
+
+    for (i = 0; i < a->slices.len; i++) {
+        const struct dalloc_slice *s = *VEC_AT(&a->slices, struct dalloc_slice *, i);
+        if (!same_pool(p, s))
+            continue;
+        json_array_foreach(s->shared_counters, k,
+                           set) if ((r = counters_add_set(p, set)) < 0) return r;
+    }
+    for (i = 0; i < a->slices.len; i++) {
+        struct dalloc_slice *s = *VEC_AT(&a->slices, struct dalloc_slice *, i);
+        if (!same_pool(p, s))
+            continue;
+        for (k = 0; k < s->n_devices; k++) {
+            struct dalloc_device *dev = &s->devices[k];
+            dev->pool = p;
+            for (size_t c = 0; c < dev->n_consume; c++) {
+                size_t x = 0;
+                while (x < p->n_counters &&
+                       (strcmp(p->counters[x].set, dev->consume[c].set) != 0 ||
+                        strcmp(p->counters[x].name, dev->consume[c].name) != 0))
+                    x++;
+                if (x == p->n_counters)
+                    p->invalid = true;
+                dev->consume[c].counter = x;
+            }
+        }
+    }
+    return 0;
+}
+
+bool dalloc_counters_take(struct dalloc_device *dev)
+{
+    struct dalloc_counter *ctr = dev->pool ? dev->pool->counters : NULL;
+    size_t i;
+
+    for (i = 0; i < dev->n_consume; i++) {
+        struct cel_quantity left;
+        struct dalloc_consume *c = &dev->consume[i];
+        if (cel_quantity_cmp(&ctr[c->counter].avail, &c->q) < 0 ||
+            cel_quantity_sub(&ctr[c->counter].avail, &c->q, NULL, &left) < 0)
+            break;
+        ctr[c->counter].avail = left;
+    }
+    if (i == dev->n_consume)
+        return true;
+    while (i-- > 0) {
+        struct cel_quantity back;
+        struct dalloc_consume *c = &dev->consume[i];
+        if (cel_quantity_add(&ctr[c->counter].avail, &c->q, NULL, &back) >= 0)
+            ctr[c->counter].avail = back;
+    }
+    return false;
+}
+
+void dalloc_counters_force(struct dalloc_device *dev)
+{
+    for (size_t i = 0; dev->pool && i < dev->n_consume; i++) {
+        struct dalloc_counter *ctr = &dev->pool->counters[dev->consume[i].counter];
+        struct cel_quantity left = {0};
+        if (cel_quantity_cmp(&ctr->avail, &dev->consume[i].q) < 0 ||
+            cel_quantity_sub(&ctr->avail, &dev->consume[i].q, NULL, &left) < 0)
+            left = (struct cel_quantity){0};
+        ctr->avail = left;
+    }
+}
+
+void dalloc_counters_give(struct dalloc_device *dev)
+{
+    for (size_t i = 0; i < dev->n_consume; i++) {
+        struct dalloc_counter *ctr = &dev->pool->counters[dev->consume[i].counter];
+        struct cel_quantity back;
+        if (cel_quantity_add(&ctr->avail, &dev->consume[i].q, NULL, &back) >= 0)
+            ctr->avail = back;
+    }
+}
+
+static int pool_check(struct dalloc *a, struct dalloc_pool *p)
+{
+    int r;
+
     int64_t count = 0;
     size_t have = 0;
 
@@ -172,8 +287,11 @@ static void pool_check(struct dalloc *a, struct dalloc_pool *p)
                     if (strcmp(s->devices[x].name, t->devices[y].name) == 0)
                         p->invalid = true;
         }
+    if ((r = pool_counters(a, p)) < 0)
+        return r;
     if (p->invalid)
         a->saw_invalid = true;
+    return 0;
 }
 
 int dalloc_pools_gather(struct dalloc *a, struct diag *d)
@@ -196,7 +314,8 @@ int dalloc_pools_gather(struct dalloc *a, struct diag *d)
     for (size_t i = 0; i < a->pools.len; i++) {
         struct dalloc_pool *p = *VEC_AT(&a->pools, struct dalloc_pool *, i);
         qsort(p->slices.items, p->slices.len, sizeof(struct dalloc_slice *), cmp_slice);
-        pool_check(a, p);
+        if ((r = pool_check(a, p)) < 0)
+            return r;
         if (p->incomplete || p->invalid)
             continue;
         for (size_t j = 0; j < p->slices.len; j++) {
@@ -216,6 +335,7 @@ void dalloc_pools_release(struct dalloc *a)
     for (size_t i = 0; i < a->pools.len; i++) {
         struct dalloc_pool *p = *VEC_AT(&a->pools, struct dalloc_pool *, i);
         vec_release(&p->slices);
+        free(p->counters);
         free(p);
     }
     vec_release(&a->pools);

@@ -104,17 +104,22 @@ static bool picked(const struct dalloc_claim *c, const struct dalloc_device *dev
     return false;
 }
 
-static void pick(struct dalloc_claim *c, size_t ri, size_t si, size_t pos,
+/* Records dev for (ri, si): false when its counters do not fit (nothing changed then). */
+static bool pick(struct dalloc_claim *c, size_t ri, size_t si, size_t pos,
                  struct dalloc_device *dev, bool admin)
 {
+    if (!dalloc_counters_take(dev))
+        return false;
     c->picks[c->n_picks++] = (struct dalloc_pick){ri, si, dev, pos};
     if (!admin)
         dev->in_use++;
+    return true;
 }
 
 static void unpick(struct dalloc_claim *c, bool admin)
 {
     struct dalloc_pick *p = &c->picks[--c->n_picks];
+    dalloc_counters_give(p->dev);
     if (!admin)
         p->dev->in_use--;
 }
@@ -144,7 +149,8 @@ static int place(struct search *s, size_t ci, size_t ri, size_t si, int64_t need
             return r;
         if (r == 0 || !dalloc_tolerated(dev, e) || !constraints_ok(c, ri, si, dev))
             continue;
-        pick(c, ri, si, pos, dev, e->admin);
+        if (!pick(c, ri, si, pos, dev, e->admin))
+            continue;
         r = place(s, ci, ri, si, need - 1, pos + 1);
         if (r != 0)
             return r;
@@ -195,7 +201,8 @@ static int place_all(struct search *s, size_t ci, size_t ri, size_t si)
                           dev->slice->pool, dev->name);
             goto undo;
         }
-        pick(c, ri, si, pos, dev, e->admin);
+        if (!pick(c, ri, si, pos, dev, e->admin))
+            goto undo;
     }
     if (c->n_picks > before && (r = next_request(s, ci, ri + 1)) != 0)
         return r;

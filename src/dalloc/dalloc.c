@@ -217,7 +217,8 @@ static int resolve_classes(struct dalloc *a, struct dalloc_claim *c, struct diag
     return 0;
 }
 
-/* The devices of the already-allocated claims' non-admin results are in use. */
+/* The devices of the already-allocated claims' non-admin results are in use and hold their
+ * counters (also devices of the pool's slices for other nodes). */
 static void mark_allocated(struct dalloc *a, const struct dalloc_claim *c)
 {
     json_t *res = json_object_get(json_object_get(c->allocation, "devices"), "results"), *r;
@@ -230,11 +231,15 @@ static void mark_allocated(struct dalloc *a, const struct dalloc_claim *c)
         const char *dev = json_string_value(json_object_get(r, "device"));
         if (!drv || !pool || !dev || json_is_true(json_object_get(r, "adminAccess")))
             continue;
-        for (size_t k = 0; k < a->candidates.len; k++) {
-            struct dalloc_device *x = *VEC_AT(&a->candidates, struct dalloc_device *, k);
-            if (strcmp(x->name, dev) == 0 && strcmp(x->slice->pool, pool) == 0 &&
-                strcmp(x->slice->driver, drv) == 0)
-                x->in_use++;
+        for (size_t k = 0; k < a->slices.len; k++) {
+            struct dalloc_slice *s = *VEC_AT(&a->slices, struct dalloc_slice *, k);
+            if (strcmp(s->pool, pool) != 0 || strcmp(s->driver, drv) != 0)
+                continue;
+            for (size_t x = 0; x < s->n_devices; x++)
+                if (s->devices[x].pool && strcmp(s->devices[x].name, dev) == 0) {
+                    s->devices[x].in_use++;
+                    dalloc_counters_force(&s->devices[x]);
+                }
         }
     }
 }

@@ -114,6 +114,26 @@ static const struct tcase CASES[] = {
          "[{name: d1, consumesCounters: [{counterSet: x, counters: {m: {value: 1}}}]}, {name: d2}]")
          CLAIM("c1", ONE, ""),
      NULL, 0, 0, "c1:r=d2", NULL},
+    {"shared counters",
+     CLASS_A
+     "kind: ResourceSlice\nmetadata: {name: s0}\nspec: {driver: a, pool: {name: p1, generation: 1, "
+     "resourceSliceCount: 2}, nodeName: n1, sharedCounters: [{name: mem, counters: {m: {value: "
+     "8Gi}}}]}\n---\n" SLICE(
+         "s1", "p1", "1", "2", "nodeName: n1",
+         "[{name: d1, consumesCounters: [{counterSet: mem, counters: {m: {value: 4Gi}}}]},"
+         " {name: d2, consumesCounters: [{counterSet: mem, counters: {m: {value: 6Gi}}}]},"
+         " {name: d3, consumesCounters: [{counterSet: mem, counters: {m: {value: 4Gi}}}]}]")
+         CLAIM("c1",
+               "[{name: r0, exactly: {deviceClassName: a}}, {name: r1, exactly: {deviceClassName: "
+               "a}}]",
+               ""),
+     "DRAPartitionableDevices=true", 0, 0, "c1:r0=d1 c1:r1=d3", NULL},
+    {"unknown counter set: invalid pool",
+     CLASS_A SLICE(
+         "s1", "p1", "1", "1", "nodeName: n1",
+         "[{name: d1, consumesCounters: [{counterSet: nope, counters: {m: {value: 1}}}]}]")
+         CLAIM("c1", ONE, ""),
+     "DRAPartitionableDevices=true", 0, -EINVAL, NULL, "invalid resource pools were encountered"},
     {"newest generation only",
      CLASS_A SLICE("s1", "p1", "1", "1", "nodeName: n1", "[{name: d1}]")
          SLICE("s2", "p1", "2", "1", "nodeName: n1", "[{name: d2}]") CLAIM("c1", ONE, ""),
