@@ -196,3 +196,68 @@ def test_examples_cover_the_issue():
     types = {d["attributes"]["type"]["string"] for d in pools["a100-mig-0"]["spec"]["devices"]}
     assert types == {"gpu", "mig"}
     assert "Node" in kinds and "ResourceClaim" in kinds
+
+
+# ---- the README's table of expected allocations, through `gpuplane allocate` ----------------
+
+EXPECTED = {  # (node, claim) -> sorted [(request, device)], or None for no solution
+    ("dgx-h100-0", "one-gpu"): [("gpu", "gpu-0")],
+    ("dgx-h100-0", "h100-80gb"): [("gpu", "gpu-0")],
+    ("dgx-h100-0", "recent-driver"): [("gpu", "gpu-0")],
+    ("dgx-h100-0", "pcie-pair"): [("gpus", "gpu-0"), ("gpus", "gpu-1")],
+    ("dgx-h100-0", "two-pcie-pairs"): [("pair-a", "gpu-0"), ("pair-a", "gpu-1"), ("pair-b", "gpu-2"), ("pair-b", "gpu-3")],
+    ("dgx-h100-0", "pcie-quad"): None,
+    ("dgx-h100-0", "mig-1g5gb-pair"): None,
+    ("dgx-h100-0", "best-gpu"): [("gpu/h100", "gpu-0")],
+    ("a100-mig-0", "one-gpu"): [("gpu", "gpu-2")],
+    ("a100-mig-0", "h100-80gb"): None,
+    ("a100-mig-0", "recent-driver"): [("gpu", "gpu-2")],
+    ("a100-mig-0", "pcie-pair"): [("gpus", "gpu-2"), ("gpus", "gpu-3")],
+    ("a100-mig-0", "two-pcie-pairs"): None,
+    ("a100-mig-0", "pcie-quad"): None,
+    ("a100-mig-0", "mig-1g5gb-pair"): [("mig", "gpu-0-mig-1g5gb-19-2"), ("mig", "gpu-0-mig-1g5gb-19-3")],
+    ("a100-mig-0", "best-gpu"): [("gpu/a100", "gpu-2")],
+    ("pcie-t4-0", "one-gpu"): [("gpu", "gpu-0")],
+    ("pcie-t4-0", "h100-80gb"): None,
+    ("pcie-t4-0", "recent-driver"): None,
+    ("pcie-t4-0", "pcie-pair"): None,
+    ("pcie-t4-0", "two-pcie-pairs"): None,
+    ("pcie-t4-0", "pcie-quad"): None,
+    ("pcie-t4-0", "mig-1g5gb-pair"): None,
+    ("pcie-t4-0", "best-gpu"): None,
+}
+
+
+@pytest.fixture(scope="module")
+def allocate():
+    import os
+    import subprocess
+    binary = pathlib.Path(os.environ.get("GPUPLANE_BUILD", ROOT / "build")) / "gpuplane"
+    if not binary.exists():
+        pytest.skip(f"{binary} is not built")
+    helptext = subprocess.run([str(binary), "--help"], capture_output=True, text=True).stdout
+    if not re.search(r"^\s+allocate\s", helptext, re.M):
+        pytest.skip("gpuplane has no `allocate` command yet")
+
+    def run(*args):
+        return subprocess.run([str(binary), "allocate", *map(str, args)], capture_output=True, text=True, timeout=60)
+    return run
+
+
+@pytest.mark.parametrize("node,claim", sorted(EXPECTED), ids=[f"{n}:{c}" for n, c in sorted(EXPECTED)])
+def test_readme_allocations(node, claim, allocate, tmp_path):
+    claims = [o for o in yaml.safe_load_all((EXAMPLES / "claims.yaml").read_text()) if o]
+    f = tmp_path / "claim.yaml"
+    f.write_text(yaml.safe_dump(next(c for c in claims if c["metadata"]["name"] == claim)))
+    p = allocate("--node", node, "-o", "json", "-f", EXAMPLES / "nodes.yaml", "-f", EXAMPLES / "deviceclasses.yaml",
+                 "-f", EXAMPLES / f"slices-{node}.yaml", "-f", f)
+    want = EXPECTED[(node, claim)]
+    if want is None:
+        assert p.returncode == 1, p.stdout + p.stderr
+        return
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    items = out["items"] if isinstance(out, dict) else out
+    results = items[0]["status"]["allocation"]["devices"]["results"]
+    assert sorted((r["request"], r["device"]) for r in results) == want
+    assert all(r["driver"] == "gpu.nvidia.com" and r["pool"] == node for r in results)
