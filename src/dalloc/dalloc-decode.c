@@ -347,6 +347,41 @@ static int decode_shared_counters(const struct ctx *c, json_t *list)
     return 0;
 }
 
+/* A device's own nodeName / nodeSelector / allNodes: exactly one with perDeviceNodeSelection,
+ * none otherwise (checked by the slice, which knows). */
+static int device_node(const struct ctx *c, const char *field, json_t *jd,
+                       struct dalloc_device *dev)
+{
+    int n = 0, r;
+
+    if ((r = get_str(c, jd, "nodeName", field, false, &dev->node_name)) < 0)
+        return r;
+    if (dev->node_name) {
+        dev->node_kind = DALLOC_NODE_NAME;
+        n++;
+    }
+    if (has(jd, "allNodes")) {
+        if (!json_is_true(json_object_get(jd, "allNodes")))
+            return fail(c, -EINVAL, field, "allNodes: must be unset or true");
+        dev->node_kind = DALLOC_NODE_ALL;
+        n++;
+    }
+    if (has(jd, "nodeSelector")) {
+        json_t *sel = json_object_get(jd, "nodeSelector");
+        if (json_array_size(json_object_get(sel, "nodeSelectorTerms")) != 1)
+            return fail(c, -EINVAL, field,
+                        "nodeSelector.nodeSelectorTerms: must have exactly one item");
+        dev->node_kind = DALLOC_NODE_SELECTOR;
+        dev->node_selector = sel;
+        n++;
+    }
+    if (n > 1)
+        return fail(c, -EINVAL, field,
+                    "exactly one of `nodeName`, `nodeSelector` or `allNodes` is required");
+    dev->node_kind = n ? dev->node_kind : DALLOC_NODE_IGNORED; /* "none set" */
+    return 0;
+}
+
 static int decode_device(const struct ctx *c, const struct dalloc_gates *g, size_t idx, json_t *jd,
                          struct dalloc_device *dev)
 {
@@ -376,9 +411,8 @@ static int decode_device(const struct ctx *c, const struct dalloc_gates *g, size
     if (json_is_true(json_object_get(jd, "allowMultipleAllocations")) && g->consumable_capacity)
         return fail(c, -ENOTSUP, field,
                     "allowMultipleAllocations is not supported by gpuplane yet");
-    if (has(jd, "nodeName") || has(jd, "nodeSelector") || has(jd, "allNodes"))
-        return fail(c, g->partitionable ? -ENOTSUP : -EINVAL, field,
-                    "per-device node selection is not supported");
+    if ((r = device_node(c, field, jd, dev)) < 0)
+        return r;
     return decode_device_maps(c, field, jd, dev);
 }
 
@@ -408,8 +442,12 @@ static int slice_node(const struct ctx *c, json_t *spec, struct dalloc_slice *s)
         s->node_selector = json_object_get(spec, "nodeSelector");
         n++;
     }
-    if (has(spec, "perDeviceNodeSelection"))
-        return fail(c, -ENOTSUP, "spec.perDeviceNodeSelection", "not supported by gpuplane yet");
+    if (has(spec, "perDeviceNodeSelection")) {
+        if (!json_is_true(json_object_get(spec, "perDeviceNodeSelection")))
+            return fail(c, -EINVAL, "spec.perDeviceNodeSelection", "must be unset or true");
+        s->node_kind = DALLOC_NODE_PER_DEVICE;
+        n++;
+    }
     if (n != 1)
         return fail(c, -EINVAL, "spec",
                     "exactly one of `nodeName`, `nodeSelector`, `allNodes`, "
@@ -423,6 +461,7 @@ static int slice_spec(const struct ctx *c, const struct dalloc_gates *g, json_t 
     json_t *pool = json_object_get(spec, "pool"), *devs;
     json_t *gen = json_object_get(pool, "generation"),
            *cnt = json_object_get(pool, "resourceSliceCount");
+    bool ignored = false;
     int r;
 
     if ((r = get_str(c, spec, "driver", "spec.driver", true, &s->driver)) < 0 ||
@@ -436,6 +475,8 @@ static int slice_spec(const struct ctx *c, const struct dalloc_gates *g, json_t 
     s->count = json_integer_value(cnt);
     if ((r = slice_node(c, spec, s)) < 0)
         return r;
+    if (s->node_kind == DALLOC_NODE_PER_DEVICE && !g->partitionable)
+        ignored = true; /* Kubernetes skips such slices while the feature is off */
     if (has(spec, "sharedCounters") && g->partitionable) {
         if ((r = decode_shared_counters(c, json_object_get(spec, "sharedCounters"))) < 0)
             return r;
@@ -455,11 +496,22 @@ static int slice_spec(const struct ctx *c, const struct dalloc_gates *g, json_t 
         r = decode_device(c, g, i, json_array_get(devs, i), &s->devices[i]);
         if (r < 0)
             return r;
+        if ((s->node_kind == DALLOC_NODE_PER_DEVICE) !=
+            (s->devices[i].node_kind != DALLOC_NODE_IGNORED))
+            return fail(
+                c, -EINVAL, "spec.devices",
+                s->node_kind == DALLOC_NODE_PER_DEVICE
+                    ? "device %s: exactly one of `nodeName`, `nodeSelector` or `allNodes` is "
+                      "required with perDeviceNodeSelection"
+                    : "device %s: node selection is only allowed with perDeviceNodeSelection",
+                s->devices[i].name);
         for (size_t j = 0; j < i; j++)
             if (strcmp(s->devices[j].name, s->devices[i].name) == 0)
                 return fail(c, -EINVAL, "spec.devices", "duplicate device name %s",
                             s->devices[i].name);
     }
+    if (ignored)
+        s->node_kind = DALLOC_NODE_IGNORED;
     return 0;
 }
 

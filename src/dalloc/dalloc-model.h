@@ -21,6 +21,8 @@ enum dalloc_node_kind {
     DALLOC_NODE_NAME,
     DALLOC_NODE_ALL,
     DALLOC_NODE_SELECTOR,
+    DALLOC_NODE_PER_DEVICE, /* perDeviceNodeSelection: each device says (slices only) */
+    DALLOC_NODE_IGNORED,    /* perDeviceNodeSelection while DRAPartitionableDevices is off */
 };
 
 struct dalloc_slice;
@@ -54,6 +56,10 @@ struct dalloc_device {
     struct dalloc_consume *consume; /* DRAPartitionableDevices on */
     size_t n_consume;
     struct dalloc_pool *pool; /* set when its pool is gathered (newest generation only) */
+    /* with perDeviceNodeSelection: the device's own node selection */
+    enum dalloc_node_kind node_kind;
+    const char *node_name;
+    json_t *node_selector;
     /* search state */
     bool value_built;
     struct cel_value value;
@@ -184,6 +190,8 @@ _wur_ int dalloc_pools_gather(struct dalloc *a, struct diag *d);
 void dalloc_pools_release(struct dalloc *a);
 /* Whether the node (name and labels) matches a NodeSelector's single term. */
 bool dalloc_node_matches(const struct dalloc *a, const json_t *selector);
+/* Whether a device of a perDeviceNodeSelection slice may be used on the node (true otherwise). */
+bool dalloc_device_on_node(const struct dalloc *a, const struct dalloc_device *dev);
 
 /* Reserves dev's counters in its pool: false (nothing reserved) when one does not fit. */
 bool dalloc_counters_take(struct dalloc_device *dev);

@@ -86,8 +86,28 @@ static bool slice_visible(const struct dalloc *a, const struct dalloc_slice *s)
         return true;
     case DALLOC_NODE_SELECTOR:
         return dalloc_node_matches(a, s->node_selector);
+    case DALLOC_NODE_PER_DEVICE:
+        return true; /* decided per device when selecting */
+    case DALLOC_NODE_IGNORED:
+        return false;
     }
     return false;
+}
+
+bool dalloc_device_on_node(const struct dalloc *a, const struct dalloc_device *dev)
+{
+    if (dev->slice->node_kind != DALLOC_NODE_PER_DEVICE)
+        return true;
+    switch (dev->node_kind) {
+    case DALLOC_NODE_NAME:
+        return strcmp(dev->node_name, a->node) == 0;
+    case DALLOC_NODE_ALL:
+        return true;
+    case DALLOC_NODE_SELECTOR:
+        return dalloc_node_matches(a, dev->node_selector);
+    default:
+        return false;
+    }
 }
 
 static struct dalloc_pool *pool_find(struct dalloc *a, const struct dalloc_slice *s)

@@ -149,16 +149,23 @@ static int node_selector(const struct dalloc *a, const struct dalloc_claim *c, j
 
     *ret = NULL;
     for (size_t i = 0; i < c->n_picks; i++) {
-        const struct dalloc_slice *s = c->picks[i].dev->slice;
-        if (s->node_kind == DALLOC_NODE_NAME) {
+        const struct dalloc_device *dev = c->picks[i].dev;
+        const struct dalloc_slice *s = dev->slice;
+        enum dalloc_node_kind kind = s->node_kind;
+        const json_t *selector = s->node_selector;
+        if (kind == DALLOC_NODE_PER_DEVICE) {
+            kind = dev->node_kind;
+            selector = dev->node_selector;
+        }
+        if (kind == DALLOC_NODE_NAME) {
             json_decref(exprs);
             json_decref(fields);
             *ret = json_pack("{s:[{s:[{s:s, s:s, s:[s]}]}]}", "nodeSelectorTerms", "matchFields",
                              "key", "metadata.name", "operator", "In", "values", a->node);
             return *ret ? 0 : -ENOMEM;
         }
-        if (s->node_kind == DALLOC_NODE_SELECTOR) {
-            term = json_array_get(json_object_get(s->node_selector, "nodeSelectorTerms"), 0);
+        if (kind == DALLOC_NODE_SELECTOR) {
+            term = json_array_get(json_object_get(selector, "nodeSelectorTerms"), 0);
             if (exprs && fields &&
                 (merge_reqs(exprs, json_object_get(term, "matchExpressions")) < 0 ||
                  merge_reqs(fields, json_object_get(term, "matchFields")) < 0))

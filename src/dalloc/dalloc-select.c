@@ -115,7 +115,7 @@ int dalloc_selectable(struct dalloc *a, const struct dalloc_claim *c, struct dal
     }
     if (e->sel_cache[pos])
         return e->sel_cache[pos] - 1;
-    if (dev->unallocatable) {
+    if (dev->unallocatable || !dalloc_device_on_node(a, dev)) {
         e->sel_cache[pos] = 1;
         return 0;
     }

@@ -134,6 +134,17 @@ static const struct tcase CASES[] = {
          "[{name: d1, consumesCounters: [{counterSet: nope, counters: {m: {value: 1}}}]}]")
          CLAIM("c1", ONE, ""),
      "DRAPartitionableDevices=true", 0, -EINVAL, NULL, "invalid resource pools were encountered"},
+    {"per-device node selection",
+     CLASS_A SLICE("s1", "p1", "1", "1", "perDeviceNodeSelection: true",
+                   "[{name: d1, nodeName: n2}, {name: d2, allNodes: true}]") CLAIM("c1", ONE, ""),
+     "DRAPartitionableDevices=true", 0, 0, "c1:r=d2", NULL},
+    {"per-device node selection, gate off: slice skipped",
+     CLASS_A SLICE("s1", "p1", "1", "1", "perDeviceNodeSelection: true",
+                   "[{name: d1, allNodes: true}]") CLAIM("c1", ONE, ""),
+     NULL, 0, 1, NULL, "no suitable devices"},
+    {"device node without perDeviceNodeSelection",
+     CLASS_A SLICE("s1", "p1", "1", "1", "nodeName: n1", "[{name: d1, nodeName: n1}]"), NULL, 0,
+     -EINVAL, NULL, "only allowed with perDeviceNodeSelection"},
     {"newest generation only",
      CLASS_A SLICE("s1", "p1", "1", "1", "nodeName: n1", "[{name: d1}]")
          SLICE("s2", "p1", "2", "1", "nodeName: n1", "[{name: d2}]") CLAIM("c1", ONE, ""),
