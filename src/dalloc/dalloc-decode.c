@@ -382,6 +382,43 @@ static int device_node(const struct ctx *c, const char *field, json_t *jd,
     return 0;
 }
 
+static int condition_list(const struct ctx *c, const char *field, const char *key, json_t *jd,
+                          json_t **ret)
+{
+    json_t *l = json_object_get(jd, key), *x;
+    size_t i;
+
+    *ret = NULL;
+    if (!l || json_is_null(l))
+        return 0;
+    if (!json_is_array(l) || json_array_size(l) > 4)
+        return fail(c, -EINVAL, field, "%s: must be a list of at most 4 items", key);
+    json_array_foreach(l, i, x) if (!json_is_string(x) || json_string_length(x) == 0) return fail(
+        c, -EINVAL, field, "%s[%zu]: must be a non-empty string", key, i);
+    *ret = json_array_size(l) ? l : NULL;
+    return 0;
+}
+
+/* bindingConditions, bindingFailureConditions, bindsToNode (DRADeviceBindingConditions on). */
+static int decode_binding(const struct ctx *c, const char *field, json_t *jd,
+                          struct dalloc_device *dev)
+{
+    json_t *b = json_object_get(jd, "bindsToNode");
+    int r;
+
+    if ((r = condition_list(c, field, "bindingConditions", jd, &dev->binding_conditions)) < 0 ||
+        (r = condition_list(c, field, "bindingFailureConditions", jd,
+                            &dev->binding_failure_conditions)) < 0)
+        return r;
+    if (!dev->binding_conditions != !dev->binding_failure_conditions)
+        return fail(c, -EINVAL, field,
+                    "bindingConditions and bindingFailureConditions must be set together");
+    if (b && !json_is_null(b) && !json_is_boolean(b))
+        return fail(c, -EINVAL, field, "bindsToNode: must be a boolean");
+    dev->binds_to_node = json_is_true(b);
+    return 0;
+}
+
 static int decode_device(const struct ctx *c, const struct dalloc_gates *g, size_t idx, json_t *jd,
                          struct dalloc_device *dev)
 {
@@ -402,12 +439,10 @@ static int decode_device(const struct ctx *c, const struct dalloc_gates *g, size
     else if (has(jd, "consumesCounters") &&
              (r = decode_consumes(c, field, json_object_get(jd, "consumesCounters"), dev)) < 0)
         return r;
-    if (has(jd, "bindingConditions") || has(jd, "bindingFailureConditions") ||
-        has(jd, "bindsToNode")) {
-        if (g->binding_conditions)
-            return fail(c, -ENOTSUP, field, "binding conditions are not supported by gpuplane yet");
+    if (!g->binding_conditions)
         dev->unallocatable = dev->unallocatable || has(jd, "bindingConditions");
-    }
+    else if ((r = decode_binding(c, field, jd, dev)) < 0)
+        return r;
     if (json_is_true(json_object_get(jd, "allowMultipleAllocations")) && g->consumable_capacity)
         return fail(c, -ENOTSUP, field,
                     "allowMultipleAllocations is not supported by gpuplane yet");

@@ -56,6 +56,9 @@ struct dalloc_device {
     struct dalloc_consume *consume; /* DRAPartitionableDevices on */
     size_t n_consume;
     struct dalloc_pool *pool; /* set when its pool is gathered (newest generation only) */
+    /* DRADeviceBindingConditions on: copied into results; bindsToNode pins the node */
+    json_t *binding_conditions, *binding_failure_conditions;
+    bool binds_to_node;
     /* with perDeviceNodeSelection: the device's own node selection */
     enum dalloc_node_kind node_kind;
     const char *node_name;
@@ -83,6 +86,7 @@ struct dalloc_pool {
     int64_t generation;
     struct vec slices; /* struct dalloc_slice *, sorted by name */
     bool incomplete, invalid;
+    bool binding; /* has a device with binding conditions: searched after the others */
     struct dalloc_counter *counters; /* of every slice of the newest generation, any node */
     size_t n_counters;
 };

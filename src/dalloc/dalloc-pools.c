@@ -4,11 +4,11 @@
  * and slices whose single node selector term matches the node (matchFields on metadata.name,
  * matchExpressions on the labels of the Node object given in the input). Only the newest generation
  * of a pool counts; a pool with fewer slices of that generation than resourceSliceCount is
- * incomplete; duplicate device names across its slices, duplicate counter set names and devices
- * consuming unknown counters make it invalid. Shared counters (DRAPartitionableDevices) live here:
- * what each counter has left after the allocated devices, reserved and released by the search.
- * Pools are sorted by (driver, pool name), slices by name, and the usable pools' devices form the
- * candidate list the search walks.
+ * incomplete; pools with binding-condition devices go last; duplicate device names across its
+ * slices, duplicate counter set names and devices consuming unknown counters make it invalid.
+ * Shared counters (DRAPartitionableDevices) live here: what each counter has left after the
+ * allocated devices, reserved and released by the search. Pools are sorted by (driver, pool name),
+ * slices by name, and the usable pools' devices form the candidate list the search walks.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -124,7 +124,11 @@ static int cmp_pool(const void *x, const void *y)
 {
     const struct dalloc_pool *p = *(struct dalloc_pool *const *)x,
                              *q = *(struct dalloc_pool *const *)y;
-    int c = strcmp(p->driver, q->driver);
+    int c = (int)p->binding - (int)q->binding;
+
+    if (c)
+        return c;
+    c = strcmp(p->driver, q->driver);
     return c ? c : strcmp(p->name, q->name);
 }
 
@@ -174,6 +178,8 @@ static int pool_add(struct dalloc *a, struct dalloc_slice *s)
             return r;
         }
     }
+    for (size_t i = 0; i < s->n_devices; i++)
+        p->binding = p->binding || s->devices[i].binding_conditions;
     return vec_push(&p->slices, &s);
 }
 

@@ -2,7 +2,7 @@
 /*
  * The allocation result of each pending claim (reference §4.9): status.allocation.devices.results
  * ({request ("req" or "req/sub"), driver, pool, device, adminAccess when set, the request's
- * tolerations}) in allocation order;
+ * tolerations, the device's binding conditions}) in allocation order;
  * devices.config with the classes' configs (once per class, naming the requests that used it,
  * source FromClass) followed by the claim's own configs that apply (each once, source FromClaim);
  * and the nodeSelector: the node's name when any device is node-local, else the merged single-term
@@ -45,6 +45,11 @@ static int results(const struct dalloc_claim *c, json_t *out)
             return -ENOMEM;
         if (c->requests[p->request].subs[p->sub].admin)
             OK(json_object_set_new(r, "adminAccess", json_true()));
+        if (p->dev->binding_conditions &&
+            (json_object_set(r, "bindingConditions", p->dev->binding_conditions) < 0 ||
+             json_object_set(r, "bindingFailureConditions", p->dev->binding_failure_conditions) <
+                 0))
+            return -ENOMEM;
         if (c->requests[p->request].subs[p->sub].tolerations)
             OK(json_object_set(r, "tolerations", c->requests[p->request].subs[p->sub].tolerations));
         OK(json_array_append_new(out, r));
@@ -157,7 +162,7 @@ static int node_selector(const struct dalloc *a, const struct dalloc_claim *c, j
             kind = dev->node_kind;
             selector = dev->node_selector;
         }
-        if (kind == DALLOC_NODE_NAME) {
+        if (kind == DALLOC_NODE_NAME || dev->binds_to_node) {
             json_decref(exprs);
             json_decref(fields);
             *ret = json_pack("{s:[{s:[{s:s, s:s, s:[s]}]}]}", "nodeSelectorTerms", "matchFields",

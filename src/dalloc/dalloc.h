@@ -7,12 +7,13 @@
  * combinations, class and request CEL selectors, matchAttribute/distinctAttribute constraints,
  * firstAvailable sub-requests, allocationMode All, adminAccess, device taints and tolerations
  * (DRADeviceTaints), shared counters and per-device node selection of partitionable devices
- * (DRAPartitionableDevices). Claims
- * that already carry an allocation are the cluster's state: their devices are in use.
+ * (DRAPartitionableDevices), binding conditions (DRADeviceBindingConditions; no
+ * allocationTimestamp is written). Claims that already carry an allocation are the cluster's
+ * state: their devices are in use.
  *
  * Not implemented yet (decode rejects the fields when their gate is on, and ignores or refuses them
  * as Kubernetes does when it is off, so nothing is silently mis-allocated): consumable capacity
- * (multi-allocatable devices, capacity requests), binding conditions. See docs/dalloc.md.
+ * (multi-allocatable devices, capacity requests). See docs/dalloc.md.
  */
 #pragma once
 

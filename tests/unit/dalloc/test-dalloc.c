@@ -145,6 +145,16 @@ static const struct tcase CASES[] = {
     {"device node without perDeviceNodeSelection",
      CLASS_A SLICE("s1", "p1", "1", "1", "nodeName: n1", "[{name: d1, nodeName: n1}]"), NULL, 0,
      -EINVAL, NULL, "only allowed with perDeviceNodeSelection"},
+    {"binding-condition pools last",
+     CLASS_A SLICE("s1", "p1", "1", "1", "nodeName: n1",
+                   "[{name: d1, bindingConditions: [x], bindingFailureConditions: [y]}]")
+         SLICE("s2", "p2", "1", "1", "nodeName: n1", "[{name: d2}]") CLAIM("c1", ONE, ""),
+     "DRADeviceBindingConditions=true", 0, 0, "c1:r=d2", NULL},
+    {"binding conditions: gate off, never selected",
+     CLASS_A SLICE("s1", "p1", "1", "1", "nodeName: n1",
+                   "[{name: d1, bindingConditions: [x], bindingFailureConditions: [y]}]")
+         CLAIM("c1", ONE, ""),
+     NULL, 0, 1, NULL, "no suitable devices"},
     {"newest generation only",
      CLASS_A SLICE("s1", "p1", "1", "1", "nodeName: n1", "[{name: d1}]")
          SLICE("s2", "p1", "2", "1", "nodeName: n1", "[{name: d2}]") CLAIM("c1", ONE, ""),
