@@ -91,15 +91,15 @@ def gpu_devices(args, ni):
     return devs
 
 
-def cluster_objects(args):
+def cluster_objects(args, nodes=None, classes=True):
     """Yields the cluster's objects as dicts (for JSON)."""
-    for name, typ, ext in CLASSES:
+    for name, typ, ext in (CLASSES if classes else []):
         spec = {"selectors": [{"cel": {"expression":
                 f"device.driver == '{DRIVER}' && device.attributes['{DRIVER}'].type == '{typ}'"}}]}
         if ext:
             spec["extendedResourceName"] = ext
         yield {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": name}, "spec": spec}
-    for ni in range(args.nodes):
+    for ni in (range(args.nodes) if nodes is None else nodes):
         n = node_name(ni)
         yield {"apiVersion": "v1", "kind": "Node",
                "metadata": {"name": n, "labels": {"kubernetes.io/hostname": n, "nvidia.com/gpu.present": "true",
@@ -110,10 +110,10 @@ def cluster_objects(args):
                         "nodeName": n, "devices": gpu_devices(args, ni)}}
 
 
-def write_cluster_yaml(args, out):
+def write_cluster_yaml(args, out, nodes=None, classes=True):
     """The same objects as cluster_objects, emitted with templates (fast)."""
     w = out.write
-    for name, typ, ext in CLASSES:
+    for name, typ, ext in (CLASSES if classes else []):
         w("---\napiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata:\n  name: %s\nspec:\n  selectors:\n"
           "  - cel:\n      expression: %s\n" % (name, q(f"device.driver == '{DRIVER}' && device.attributes['{DRIVER}'].type == '{typ}'")))
         if ext:
@@ -136,7 +136,7 @@ def write_cluster_yaml(args, out):
                            f"      resource.kubernetes.io/pcieRoot: {{string: \"pci0000:{(0x10 + 0x20 * root) & 0xff:02x}\"}}\n"))
     nv = args.nvlink_domain_attr
     last = args.gpus_per_node - 1
-    for ni in range(args.nodes):
+    for ni in (range(args.nodes) if nodes is None else nodes):
         n = node_name(ni)
         parts = [f"---\napiVersion: v1\nkind: Node\nmetadata:\n  name: {n}\n  labels:\n"
                  f"    kubernetes.io/hostname: {n}\n    nvidia.com/gpu.present: \"true\"\n"
@@ -255,15 +255,15 @@ def write_workload_yaml(args, out):
 
 # ---- main -------------------------------------------------------------------------------------
 
-def emit(args, what, out):
+def emit(args, what, out, nodes=None, classes=True):
     if args.format == "json":
-        objs = cluster_objects(args) if what == "cluster" else workload_objects(args)
+        objs = cluster_objects(args, nodes, classes) if what == "cluster" else workload_objects(args)
         out.write('{"apiVersion": "v1", "kind": "List", "items": [\n')
         for i, o in enumerate(objs):
             out.write((",\n" if i else "") + json.dumps(o, separators=(",", ":")))
         out.write("\n]}\n")
     elif what == "cluster":
-        write_cluster_yaml(args, out)
+        write_cluster_yaml(args, out, nodes, classes)
     else:
         write_workload_yaml(args, out)
 
@@ -301,6 +301,9 @@ def main():
     ap.add_argument("--format", choices=["yaml", "json"], default="yaml")
     ap.add_argument("--what", choices=["cluster", "workload", "both"], default="both")
     ap.add_argument("--out", help="directory for cluster.<fmt> and workload.<fmt> (default: stdout)")
+    ap.add_argument("--nodes-per-file", type=int, default=0,
+                    help="split the cluster into cluster-NNN.<fmt> files of this many nodes (the first also "
+                         "holds the DeviceClasses); 0: one cluster file")
     ap.add_argument("--check", action="store_true", help="re-parse the written files (python3-yaml) and count kinds")
     args = ap.parse_args()
 
@@ -322,10 +325,18 @@ def main():
             emit(args, what, sys.stdout)
         return
     os.makedirs(args.out, exist_ok=True)
+    jobs = []
     for what in whats:
-        path = os.path.join(args.out, f"{what}.{args.format}")
+        if what == "cluster" and args.nodes_per_file > 0:
+            k = args.nodes_per_file
+            for i, lo in enumerate(range(0, max(args.nodes, 1), k)):
+                jobs.append((what, f"cluster-{i:03d}", range(lo, min(lo + k, args.nodes)), i == 0))
+        else:
+            jobs.append((what, what, None, True))
+    for what, base, nodes, classes in jobs:
+        path = os.path.join(args.out, f"{base}.{args.format}")
         with open(path, "w", buffering=1 << 20) as f:
-            emit(args, what, f)
+            emit(args, what, f, nodes, classes)
         print(f"{path}: {os.path.getsize(path) / 1e6:.1f} MB", file=sys.stderr)
         if args.check:
             print(f"  {check(path, args.format)}", file=sys.stderr)

@@ -70,3 +70,13 @@ def test_worst_case_only_n_minus_1_match(tmp_path):
     for s in (o for o in out[("yaml", "cluster")] if o["kind"] == "ResourceSlice"):
         values = [d["attributes"][attr]["string"] for d in s["spec"]["devices"]]
         assert max(values.count(v) for v in values) == n - 1
+
+
+def test_nodes_per_file(tmp_path):
+    subprocess.run([sys.executable, str(GEN), "--out", str(tmp_path), "--nodes", "5", "--nodes-per-file", "2",
+                    "--what", "cluster"], check=True, capture_output=True)
+    files = sorted(p.name for p in tmp_path.iterdir())
+    assert files == ["cluster-000.yaml", "cluster-001.yaml", "cluster-002.yaml"]
+    objs = [o for f in files for o in yaml.safe_load_all((tmp_path / f).read_text()) if o]
+    kinds = [o["kind"] for o in objs]
+    assert kinds.count("DeviceClass") == 2 and kinds.count("Node") == 5 and kinds.count("ResourceSlice") == 5
