@@ -7,8 +7,7 @@
  *
  * Device taints and request tolerations are honoured with DRADeviceTaints on (ignored, as
  * Kubernetes drops them, when off). Fields of features gpuplane does not allocate yet: with their
- * gate on they are refused with -ENOTSUP (
- * allowMultipleAllocations and capacity requests, binding conditions); with it off Kubernetes
+ * gate on they are refused with -ENOTSUP (fractional consumable capacities); with it off Kubernetes
  * drops them (taints, tolerations, allowMultipleAllocations are ignored), never selects the device
  * (bindingConditions, consumesCounters: shared counters are decoded with DRAPartitionableDevices
  * on) or refuses the request (capacity requests, distinctAttribute).
@@ -173,6 +172,11 @@ static int decode_device_maps(const struct ctx *c, const char *dfield, json_t *j
     dev->vtext = calloc(json_object_size(attrs) + 1, sizeof(*dev->vtext));
     dev->caps = calloc(json_object_size(caps) + 1, sizeof(*dev->caps));
     dev->capvals = calloc(json_object_size(caps) + 1, sizeof(*dev->capvals));
+    dev->capint = calloc(json_object_size(caps) + 1, sizeof(*dev->capint));
+    dev->capint_ok = calloc(json_object_size(caps) + 1, sizeof(*dev->capint_ok));
+    dev->consumed = calloc(json_object_size(caps) + 1, sizeof(*dev->consumed));
+    if (!dev->capint || !dev->capint_ok || !dev->consumed)
+        return -ENOMEM;
     if (!dev->attrs || !dev->versions || !dev->vtext || !dev->caps || !dev->capvals)
         return -ENOMEM;
     json_object_foreach(attrs, key, v)
@@ -195,6 +199,7 @@ static int decode_device_maps(const struct ctx *c, const char *dfield, json_t *j
             return fail(c, -EINVAL, field, "required");
         if (dalloc_quantity(qv, &q) < 0)
             return fail(c, -EINVAL, field, "not a quantity");
+        dev->capint_ok[i] = cel_quantity_as_int64(&q, &dev->capint[i]);
         cel_quantity_obj_init(&dev->capvals[i], &q);
         dev->caps[i] = (struct cel_dra_capacity){key, strlen(key), &dev->capvals[i]};
         i++;
@@ -419,6 +424,36 @@ static int decode_binding(const struct ctx *c, const char *field, json_t *jd,
     return 0;
 }
 
+/* The capacities' requestPolicy (DRAConsumableCapacity on). */
+static int decode_policies(const struct ctx *c, const char *dfield, json_t *jd,
+                           struct dalloc_device *dev)
+{
+    json_t *caps = json_object_get(jd, "capacity");
+    char f[256];
+
+    dev->policy = calloc(dev->n_caps + 1, sizeof(*dev->policy));
+    if (!dev->policy)
+        return -ENOMEM;
+    for (size_t i = 0; i < dev->n_caps; i++) {
+        json_t *pol = json_object_get(json_object_get(caps, dev->caps[i].name), "requestPolicy");
+        int r;
+        snprintf(f, sizeof(f), "%s.capacity[%s]", dfield, dev->caps[i].name);
+        if (dev->multi && !dev->capint_ok[i])
+            return fail(c, -ENOTSUP, f, "only whole-unit capacities are supported by gpuplane yet");
+        if (!pol || json_is_null(pol))
+            continue;
+        if (!dev->multi)
+            return fail(c, -EINVAL, f,
+                        "requestPolicy: only allowed when allowMultipleAllocations is true");
+        r = dalloc_policy_parse(pol, dev->capint[i], &dev->policy[i]);
+        if (r == -ENOTSUP)
+            return fail(c, r, f, "requestPolicy: only whole units are supported by gpuplane yet");
+        if (r < 0)
+            return fail(c, r, f, "requestPolicy: invalid");
+    }
+    return 0;
+}
+
 static int decode_device(const struct ctx *c, const struct dalloc_gates *g, size_t idx, json_t *jd,
                          struct dalloc_device *dev)
 {
@@ -443,12 +478,11 @@ static int decode_device(const struct ctx *c, const struct dalloc_gates *g, size
         dev->unallocatable = dev->unallocatable || has(jd, "bindingConditions");
     else if ((r = decode_binding(c, field, jd, dev)) < 0)
         return r;
-    if (json_is_true(json_object_get(jd, "allowMultipleAllocations")) && g->consumable_capacity)
-        return fail(c, -ENOTSUP, field,
-                    "allowMultipleAllocations is not supported by gpuplane yet");
-    if ((r = device_node(c, field, jd, dev)) < 0)
+    dev->multi =
+        g->consumable_capacity && json_is_true(json_object_get(jd, "allowMultipleAllocations"));
+    if ((r = device_node(c, field, jd, dev)) < 0 || (r = decode_device_maps(c, field, jd, dev)) < 0)
         return r;
-    return decode_device_maps(c, field, jd, dev);
+    return g->consumable_capacity ? decode_policies(c, field, jd, dev) : 0;
 }
 
 static int slice_node(const struct ctx *c, json_t *spec, struct dalloc_slice *s)
@@ -559,6 +593,10 @@ void dalloc_slice_free(struct dalloc_slice *s)
         free(s->devices[i].versions);
         free(s->devices[i].vtext);
         free(s->devices[i].consume);
+        free(s->devices[i].policy);
+        free(s->devices[i].capint);
+        free(s->devices[i].capint_ok);
+        free(s->devices[i].consumed);
         free(s->devices[i].caps);
         free(s->devices[i].capvals);
     }
@@ -648,6 +686,30 @@ int dalloc_decode_class(struct dalloc *a, json_t *obj, struct diag *d)
 
 /* ---- ResourceClaim ---- */
 
+static int decode_capreqs(const struct ctx *c, const char *field, json_t *m, struct dalloc_exact *e)
+{
+    const char *key;
+    json_t *v;
+
+    if (!json_is_object(m) || json_object_size(m) > 32)
+        return fail(c, -EINVAL, field, "requests: must be a map of at most 32 entries");
+    e->capreq_names = calloc(json_object_size(m) + 1, sizeof(*e->capreq_names));
+    e->capreq_vals = calloc(json_object_size(m) + 1, sizeof(*e->capreq_vals));
+    if (!e->capreq_names || !e->capreq_vals)
+        return -ENOMEM;
+    json_object_foreach(m, key, v)
+    {
+        struct cel_quantity q;
+        if (dalloc_quantity(v, &q) < 0 || cel_quantity_sign(&q) < 0)
+            return fail(c, -EINVAL, field, "requests[%s]: must be a non-negative quantity", key);
+        if (!cel_quantity_as_int64(&q, &e->capreq_vals[e->n_capreq]))
+            return fail(c, -ENOTSUP, field,
+                        "requests[%s]: only whole units are supported by gpuplane yet", key);
+        e->capreq_names[e->n_capreq++] = key;
+    }
+    return 0;
+}
+
 static int decode_exact(const struct ctx *c, const struct dalloc_gates *g, json_t *j,
                         const char *field, bool sub, struct dalloc_exact *e)
 {
@@ -696,10 +758,10 @@ static int decode_exact(const struct ctx *c, const struct dalloc_gates *g, json_
         return r;
     if (has(j, "capacity")) {
         snprintf(f, sizeof(f), "%s.capacity", field);
-        return fail(c, g->consumable_capacity ? -ENOTSUP : -EINVAL, f,
-                    g->consumable_capacity ? "capacity requests are not supported by gpuplane yet"
-                                           : "has capacity requests, but the DRAConsumableCapacity "
-                                             "feature is disabled");
+        if (!g->consumable_capacity)
+            return fail(c, -EINVAL, f,
+                        "has capacity requests, but the DRAConsumableCapacity feature is disabled");
+        return decode_capreqs(c, f, json_object_get(json_object_get(j, "capacity"), "requests"), e);
     }
     return 0;
 }
@@ -807,6 +869,8 @@ void dalloc_claim_free(struct dalloc_claim *c)
         for (size_t k = 0; k < c->requests[i].n_subs; k++) {
             free(c->requests[i].subs[k].selectors);
             free(c->requests[i].subs[k].sel_cache);
+            free(c->requests[i].subs[k].capreq_names);
+            free(c->requests[i].subs[k].capreq_vals);
         }
         free(c->requests[i].subs);
     }
@@ -815,6 +879,8 @@ void dalloc_claim_free(struct dalloc_claim *c)
         free(c->constraints[i].requests);
     free(c->constraints);
     free(c->chosen_sub);
+    for (size_t i = 0; i < c->n_picks; i++)
+        free(c->picks[i].consumed);
     free(c);
 }
 

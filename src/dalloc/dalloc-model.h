@@ -41,6 +41,17 @@ struct dalloc_counter {
     struct cel_quantity avail;
 };
 
+/* A capacity's requestPolicy (DRAConsumableCapacity), in whole units. */
+struct dalloc_policy {
+    bool set;
+    int64_t def;
+    int64_t vals[10]; /* validValues, ascending */
+    size_t n_vals;
+    bool range; /* validRange */
+    int64_t min, max, step;
+    bool has_max, has_step;
+};
+
 struct dalloc_device {
     const char *name;
     struct dalloc_slice *slice;
@@ -56,6 +67,13 @@ struct dalloc_device {
     struct dalloc_consume *consume; /* DRAPartitionableDevices on */
     size_t n_consume;
     struct dalloc_pool *pool; /* set when its pool is gathered (newest generation only) */
+    /* DRAConsumableCapacity on: allowMultipleAllocations, per-capacity policy, value and what
+     * the shares (allocated and being allocated) consume, in whole units */
+    bool multi;
+    struct dalloc_policy *policy;
+    int64_t *capint;
+    bool *capint_ok;
+    int64_t *consumed;
     /* DRADeviceBindingConditions on: copied into results; bindsToNode pins the node */
     json_t *binding_conditions, *binding_failure_conditions;
     bool binds_to_node;
@@ -114,8 +132,11 @@ struct dalloc_exact {
     enum dalloc_mode mode;
     int64_t count;
     bool admin;
-    json_t *tolerations; /* DRADeviceTaints on: copied into the results */
-    uint8_t *sel_cache;  /* per candidate: 0 unknown, 1 no, 2 yes */
+    json_t *tolerations;       /* DRADeviceTaints on: copied into the results */
+    const char **capreq_names; /* capacity.requests (DRAConsumableCapacity on) */
+    int64_t *capreq_vals;
+    size_t n_capreq;
+    uint8_t *sel_cache; /* per candidate: 0 unknown, 1 no, 2 yes */
 };
 
 struct dalloc_request {
@@ -136,7 +157,8 @@ struct dalloc_constraint {
 struct dalloc_pick {
     size_t request, sub;
     struct dalloc_device *dev;
-    size_t pos; /* its index in the candidate list */
+    size_t pos;        /* its index in the candidate list */
+    int64_t *consumed; /* multi-allocatable device: this share's amounts (owned), else NULL */
 };
 
 struct dalloc_claim {
@@ -203,6 +225,16 @@ void dalloc_counters_give(struct dalloc_device *dev);
 /* Subtracts dev's consumption whether or not it fits (an allocated device; a counter never goes
  * below zero). */
 void dalloc_counters_force(struct dalloc_device *dev);
+
+/* dalloc-capacity.c (DRAConsumableCapacity). Whether dev can serve e given what its shares
+ * consume: 1 yes (amounts[0..n_caps) = what this allocation would consume), 0 no, -ENOTSUP with d
+ * for quantities gpuplane cannot compute with yet (not whole numbers). */
+_wur_ int dalloc_capacity_fits(const struct dalloc_device *dev, const struct dalloc_exact *e,
+                               int64_t *amounts, struct diag *d);
+/* Adds sign * amounts to dev's consumed capacity. */
+void dalloc_capacity_apply(struct dalloc_device *dev, const int64_t *amounts, int sign);
+/* Parses a capacity's requestPolicy into *p (whole units only: -ENOTSUP otherwise). */
+_wur_ int dalloc_policy_parse(const json_t *policy, int64_t value, struct dalloc_policy *p);
 
 /* dalloc-select.c */
 _wur_ int dalloc_select_init(struct dalloc *a, struct diag *d);

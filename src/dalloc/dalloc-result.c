@@ -2,7 +2,8 @@
 /*
  * The allocation result of each pending claim (reference §4.9): status.allocation.devices.results
  * ({request ("req" or "req/sub"), driver, pool, device, adminAccess when set, the request's
- * tolerations, the device's binding conditions}) in allocation order;
+ * tolerations, the device's binding conditions, shareID and consumedCapacity for a share of a
+ * multi-allocatable device}) in allocation order;
  * devices.config with the classes' configs (once per class, naming the requests that used it,
  * source FromClass) followed by the claim's own configs that apply (each once, source FromClaim);
  * and the nodeSelector: the node's name when any device is node-local, else the merged single-term
@@ -11,6 +12,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include "dalloc-model.h"
 
@@ -31,6 +33,49 @@ static const char *pick_request(const struct dalloc_claim *c, size_t ri, size_t 
     return buf;
 }
 
+/* A random (version 4) UUID, lower-case, as Kubernetes' shareID. */
+static int share_id(char out[37])
+{
+    uint8_t b[16];
+    ssize_t n = getrandom(b, sizeof(b), 0);
+
+    if (n != (ssize_t)sizeof(b))
+        return -EIO;
+    b[6] = (uint8_t)((b[6] & 0x0f) | 0x40);
+    b[8] = (uint8_t)((b[8] & 0x3f) | 0x80);
+    snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
+             b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
+             b[14], b[15]);
+    return 0;
+}
+
+/* shareID and consumedCapacity (every capacity of the device) of a share. */
+static int share_fields(const struct dalloc_pick *p, json_t *r)
+{
+    char id[37], q[CEL_QUANTITY_STR_MAX];
+    json_t *cc = json_object();
+    int e;
+
+    if (!cc)
+        return -ENOMEM;
+    for (size_t i = 0; i < p->dev->n_caps; i++) {
+        struct cel_quantity v = cel_quantity_from_int(p->consumed[i]);
+        cel_quantity_format(&v, q);
+        if (json_object_set_new(cc, p->dev->caps[i].name, json_string(q)) < 0) {
+            json_decref(cc);
+            return -ENOMEM;
+        }
+    }
+    if ((e = share_id(id)) < 0) {
+        json_decref(cc);
+        return e;
+    }
+    if (json_object_set_new(r, "shareID", json_string(id)) < 0 ||
+        json_object_set_new(r, "consumedCapacity", cc) < 0)
+        return -ENOMEM;
+    return 0;
+}
+
 static int results(const struct dalloc_claim *c, json_t *out)
 {
     char buf[160];
@@ -43,6 +88,10 @@ static int results(const struct dalloc_claim *c, json_t *out)
                       p->dev->slice->driver, "pool", p->dev->slice->pool, "device", p->dev->name);
         if (!r)
             return -ENOMEM;
+        if (p->consumed && share_fields(p, r) < 0) {
+            json_decref(r);
+            return -ENOMEM;
+        }
         if (c->requests[p->request].subs[p->sub].admin)
             OK(json_object_set_new(r, "adminAccess", json_true()));
         if (p->dev->binding_conditions &&

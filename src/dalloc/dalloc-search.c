@@ -14,6 +14,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "dalloc-model.h"
@@ -104,24 +105,61 @@ static bool picked(const struct dalloc_claim *c, const struct dalloc_device *dev
     return false;
 }
 
-/* Records dev for (ri, si): false when its counters do not fit (nothing changed then). */
-static bool pick(struct dalloc_claim *c, size_t ri, size_t si, size_t pos,
-                 struct dalloc_device *dev, bool admin)
+/* Records dev for (ri, si) consuming amounts (NULL: no capacity bookkeeping): 1, 0 when its
+ * counters do not fit (nothing changed then), -ENOMEM. */
+static int pick(struct dalloc_claim *c, size_t ri, size_t si, size_t pos, struct dalloc_device *dev,
+                bool admin, const int64_t *amounts)
 {
-    if (!dalloc_counters_take(dev))
-        return false;
-    c->picks[c->n_picks++] = (struct dalloc_pick){ri, si, dev, pos};
-    if (!admin)
+    int64_t *share = NULL;
+
+    if (dev->multi && amounts) {
+        share = calloc(dev->n_caps + 1, sizeof(*share));
+        if (!share)
+            return -ENOMEM;
+        memcpy(share, amounts, dev->n_caps * sizeof(*share));
+    }
+    if (!dalloc_counters_take(dev)) {
+        free(share);
+        return 0;
+    }
+    c->picks[c->n_picks++] = (struct dalloc_pick){ri, si, dev, pos, share};
+    if (share)
+        dalloc_capacity_apply(dev, share, 1);
+    else if (!admin)
         dev->in_use++;
-    return true;
+    return 1;
 }
 
 static void unpick(struct dalloc_claim *c, bool admin)
 {
     struct dalloc_pick *p = &c->picks[--c->n_picks];
+
     dalloc_counters_give(p->dev);
-    if (!admin)
+    if (p->consumed) {
+        dalloc_capacity_apply(p->dev, p->consumed, -1);
+        free(p->consumed);
+        p->consumed = NULL;
+    } else if (!admin) {
         p->dev->in_use--;
+    }
+}
+
+/* Whether dev may serve e now: 1 with amounts filled (consumable capacity), 0, or <0. */
+static int usable(struct search *s, struct dalloc_claim *c, size_t ri, size_t si,
+                  struct dalloc_exact *e, size_t pos, int64_t *amounts)
+{
+    struct dalloc_device *dev = *VEC_AT(&s->a->candidates, struct dalloc_device *, pos);
+    int r;
+
+    if (e->admin ? picked(c, dev) : dev->in_use > 0)
+        return 0;
+    if ((r = dalloc_selectable(s->a, c, e, pos, s->d)) <= 0)
+        return r;
+    if (!dalloc_tolerated(dev, e))
+        return 0;
+    if (s->a->gates.consumable_capacity && (r = dalloc_capacity_fits(dev, e, amounts, s->d)) <= 0)
+        return r;
+    return 1;
 }
 
 /* Places `need` more devices for (ri, si) starting at candidate `start`. 1 found, 0 not, <0. */
@@ -131,6 +169,7 @@ static int place(struct search *s, size_t ci, size_t ri, size_t si, int64_t need
     struct dalloc_claim *c = *VEC_AT(s->pending, struct dalloc_claim *, ci);
     struct dalloc_exact *e = &c->requests[ri].subs[si];
     size_t n = a->candidates.len;
+    int64_t amounts[CEL_DRA_MAX_ATTRIBUTES + 1];
     int r;
 
     if (need == 0)
@@ -143,13 +182,14 @@ static int place(struct search *s, size_t ci, size_t ri, size_t si, int64_t need
             return diag_fail(s->d, -E2BIG,
                              "search budget of %llu steps exhausted (claim %s/%s, request %s)",
                              (unsigned long long)a->budget, c->ns, c->name, c->requests[ri].name);
-        if (e->admin ? picked(c, dev) : dev->in_use > 0)
-            continue;
-        if ((r = dalloc_selectable(a, c, e, pos, s->d)) < 0)
+        if ((r = usable(s, c, ri, si, e, pos, amounts)) < 0)
             return r;
-        if (r == 0 || !dalloc_tolerated(dev, e) || !constraints_ok(c, ri, si, dev))
+        if (r == 0 || !constraints_ok(c, ri, si, dev))
             continue;
-        if (!pick(c, ri, si, pos, dev, e->admin))
+        if ((r = pick(c, ri, si, pos, dev, e->admin,
+                      s->a->gates.consumable_capacity ? amounts : NULL)) < 0)
+            return r;
+        if (r == 0)
             continue;
         r = place(s, ci, ri, si, need - 1, pos + 1);
         if (r != 0)
@@ -179,6 +219,7 @@ static int place_all(struct search *s, size_t ci, size_t ri, size_t si)
     struct dalloc_claim *c = *VEC_AT(s->pending, struct dalloc_claim *, ci);
     struct dalloc_exact *e = &c->requests[ri].subs[si];
     size_t before = c->n_picks;
+    int64_t amounts[CEL_DRA_MAX_ATTRIBUTES + 1];
     int r;
 
     if ((r = all_pools_usable(s, c, ri)) < 0)
@@ -189,10 +230,9 @@ static int place_all(struct search *s, size_t ci, size_t ri, size_t si)
             return r;
         if (r == 0)
             continue;
-        r = 0;
-        if (c->n_picks >= DALLOC_MAX_DEVICES_PER_CLAIM ||
-            (e->admin ? picked(c, dev) : dev->in_use > 0) || !dalloc_tolerated(dev, e))
-            goto undo;
+        if ((r = usable(s, c, ri, si, e, pos, amounts)) <= 0 ||
+            c->n_picks >= DALLOC_MAX_DEVICES_PER_CLAIM)
+            goto undo; /* "must" semantics: any device that cannot be added fails the request */
         if (!constraints_ok(c, ri, si, dev)) {
             r = diag_fail(s->d, -EINVAL,
                           "claim %s/%s, request %s: cannot add device %s/%s/%s because a claim "
@@ -201,7 +241,8 @@ static int place_all(struct search *s, size_t ci, size_t ri, size_t si)
                           dev->slice->pool, dev->name);
             goto undo;
         }
-        if (!pick(c, ri, si, pos, dev, e->admin))
+        if ((r = pick(c, ri, si, pos, dev, e->admin,
+                      a->gates.consumable_capacity ? amounts : NULL)) <= 0)
             goto undo;
     }
     if (c->n_picks > before && (r = next_request(s, ci, ri + 1)) != 0)

@@ -217,6 +217,26 @@ static int resolve_classes(struct dalloc *a, struct dalloc_claim *c, struct diag
     return 0;
 }
 
+/* An allocated share (a result with shareID) consumes its consumedCapacity; anything else makes
+ * the device in use. Either way the device holds its counters. */
+static void mark_device(struct dalloc_device *dev, const json_t *result)
+{
+    const json_t *cc = json_object_get(result, "consumedCapacity");
+
+    dalloc_counters_force(dev);
+    if (!json_object_get(result, "shareID") || !dev->multi) {
+        dev->in_use++;
+        return;
+    }
+    for (size_t i = 0; i < dev->n_caps; i++) {
+        struct cel_quantity q;
+        int64_t v;
+        if (dalloc_quantity(json_object_get(cc, dev->caps[i].name), &q) >= 0 &&
+            cel_quantity_as_int64(&q, &v))
+            dev->consumed[i] += v;
+    }
+}
+
 /* The devices of the already-allocated claims' non-admin results are in use and hold their
  * counters (also devices of the pool's slices for other nodes). */
 static void mark_allocated(struct dalloc *a, const struct dalloc_claim *c)
@@ -236,10 +256,8 @@ static void mark_allocated(struct dalloc *a, const struct dalloc_claim *c)
             if (strcmp(s->pool, pool) != 0 || strcmp(s->driver, drv) != 0)
                 continue;
             for (size_t x = 0; x < s->n_devices; x++)
-                if (s->devices[x].pool && strcmp(s->devices[x].name, dev) == 0) {
-                    s->devices[x].in_use++;
-                    dalloc_counters_force(&s->devices[x]);
-                }
+                if (s->devices[x].pool && strcmp(s->devices[x].name, dev) == 0)
+                    mark_device(&s->devices[x], r);
         }
     }
 }

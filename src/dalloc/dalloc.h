@@ -8,12 +8,11 @@
  * firstAvailable sub-requests, allocationMode All, adminAccess, device taints and tolerations
  * (DRADeviceTaints), shared counters and per-device node selection of partitionable devices
  * (DRAPartitionableDevices), binding conditions (DRADeviceBindingConditions; no
- * allocationTimestamp is written). Claims that already carry an allocation are the cluster's
- * state: their devices are in use.
- *
- * Not implemented yet (decode rejects the fields when their gate is on, and ignores or refuses them
- * as Kubernetes does when it is off, so nothing is silently mis-allocated): consumable capacity
- * (multi-allocatable devices, capacity requests). See docs/dalloc.md.
+ * allocationTimestamp is written) and consumable capacity (DRAConsumableCapacity:
+ * multi-allocatable devices shared by claims, capacity requests rounded by request policies, in
+ * whole units only — fractions are refused with -ENOTSUP). Fields of a gate that is off are
+ * ignored or refused as Kubernetes does. Claims that already carry an allocation are the
+ * cluster's state: their devices are in use. See docs/dalloc.md.
  */
 #pragma once
 

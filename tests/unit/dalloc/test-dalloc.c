@@ -155,6 +155,35 @@ static const struct tcase CASES[] = {
                    "[{name: d1, bindingConditions: [x], bindingFailureConditions: [y]}]")
          CLAIM("c1", ONE, ""),
      NULL, 0, 1, NULL, "no suitable devices"},
+    {"consumable capacity: two shares of one device",
+     CLASS_A SLICE("s1", "p1", "1", "1", "nodeName: n1",
+                   "[{name: d1, allowMultipleAllocations: true, capacity: {bw: {value: 4, "
+                   "requestPolicy: {default: 2, validRange: {min: 2, step: 2}}}}}]")
+         CLAIM("c1", "[{name: r, exactly: {deviceClassName: a, capacity: {requests: {bw: 1}}}}]",
+               "")
+             CLAIM("c2",
+                   "[{name: r, exactly: {deviceClassName: a, capacity: {requests: {bw: 1}}}}]", "")
+                 CLAIM("c3",
+                       "[{name: r, exactly: {deviceClassName: a, capacity: {requests: {bw: 1}}}}]",
+                       ""),
+     "DRAConsumableCapacity=true", 0, 1, NULL, "claim default/c3, request r"},
+    {"consumable capacity: validValues rounding",
+     CLASS_A SLICE("s1", "p1", "1", "1", "nodeName: n1",
+                   "[{name: d1, allowMultipleAllocations: true, capacity: {bw: {value: 8, "
+                   "requestPolicy: {default: 2, validValues: [2, 4, 8]}}}}]")
+         CLAIM("c1", "[{name: r, exactly: {deviceClassName: a, capacity: {requests: {bw: 3}}}}]",
+               "")
+             CLAIM("c2",
+                   "[{name: r, exactly: {deviceClassName: a, capacity: {requests: {bw: 3}}}}]", ""),
+     "DRAConsumableCapacity=true", 0, 0, "c1:r=d1 c2:r=d1", NULL},
+    {"consumable capacity: fractions refused",
+     CLASS_A SLICE("s1", "p1", "1", "1", "nodeName: n1",
+                   "[{name: d1, allowMultipleAllocations: true, capacity: {bw: {value: 500m}}}]"),
+     "DRAConsumableCapacity=true", 0, -ENOTSUP, NULL, "whole-unit"},
+    {"capacity requests, gate off",
+     CLASS_A CLAIM("c1",
+                   "[{name: r, exactly: {deviceClassName: a, capacity: {requests: {bw: 3}}}}]", ""),
+     NULL, 0, -EINVAL, NULL, "DRAConsumableCapacity feature is disabled"},
     {"newest generation only",
      CLASS_A SLICE("s1", "p1", "1", "1", "nodeName: n1", "[{name: d1}]")
          SLICE("s2", "p1", "2", "1", "nodeName: n1", "[{name: d2}]") CLAIM("c1", ONE, ""),
