@@ -248,35 +248,45 @@ static int pool_counters(struct dalloc *a, struct dalloc_pool *p)
     return 0;
 }
 
+/* The counter consumption i of dev draws from, or NULL (no pool, or an unknown counter: the
+ * pool is invalid then). */
+static struct dalloc_counter *counter_of(const struct dalloc_device *dev, size_t i)
+{
+    if (!dev->pool || dev->consume[i].counter >= dev->pool->n_counters)
+        return NULL;
+    return &dev->pool->counters[dev->consume[i].counter];
+}
+
 bool dalloc_counters_take(struct dalloc_device *dev)
 {
-    struct dalloc_counter *ctr = dev->pool ? dev->pool->counters : NULL;
     size_t i;
 
     for (i = 0; i < dev->n_consume; i++) {
+        struct dalloc_counter *ctr = counter_of(dev, i);
         struct cel_quantity left;
-        struct dalloc_consume *c = &dev->consume[i];
-        if (cel_quantity_cmp(&ctr[c->counter].avail, &c->q) < 0 ||
-            cel_quantity_sub(&ctr[c->counter].avail, &c->q, NULL, &left) < 0)
+        if (!ctr || cel_quantity_cmp(&ctr->avail, &dev->consume[i].q) < 0 ||
+            cel_quantity_sub(&ctr->avail, &dev->consume[i].q, NULL, &left) < 0)
             break;
-        ctr[c->counter].avail = left;
+        ctr->avail = left;
     }
     if (i == dev->n_consume)
         return true;
     while (i-- > 0) {
+        struct dalloc_counter *ctr = counter_of(dev, i);
         struct cel_quantity back;
-        struct dalloc_consume *c = &dev->consume[i];
-        if (cel_quantity_add(&ctr[c->counter].avail, &c->q, NULL, &back) >= 0)
-            ctr[c->counter].avail = back;
+        if (cel_quantity_add(&ctr->avail, &dev->consume[i].q, NULL, &back) >= 0)
+            ctr->avail = back;
     }
     return false;
 }
 
 void dalloc_counters_force(struct dalloc_device *dev)
 {
-    for (size_t i = 0; dev->pool && i < dev->n_consume; i++) {
-        struct dalloc_counter *ctr = &dev->pool->counters[dev->consume[i].counter];
+    for (size_t i = 0; i < dev->n_consume; i++) {
+        struct dalloc_counter *ctr = counter_of(dev, i);
         struct cel_quantity left = {0};
+        if (!ctr)
+            continue;
         if (cel_quantity_cmp(&ctr->avail, &dev->consume[i].q) < 0 ||
             cel_quantity_sub(&ctr->avail, &dev->consume[i].q, NULL, &left) < 0)
             left = (struct cel_quantity){0};
@@ -287,9 +297,9 @@ void dalloc_counters_force(struct dalloc_device *dev)
 void dalloc_counters_give(struct dalloc_device *dev)
 {
     for (size_t i = 0; i < dev->n_consume; i++) {
-        struct dalloc_counter *ctr = &dev->pool->counters[dev->consume[i].counter];
+        struct dalloc_counter *ctr = counter_of(dev, i);
         struct cel_quantity back;
-        if (cel_quantity_add(&ctr->avail, &dev->consume[i].q, NULL, &back) >= 0)
+        if (ctr && cel_quantity_add(&ctr->avail, &dev->consume[i].q, NULL, &back) >= 0)
             ctr->avail = back;
     }
 }
