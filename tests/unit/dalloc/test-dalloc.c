@@ -184,6 +184,21 @@ static const struct tcase CASES[] = {
      CLASS_A CLAIM("c1",
                    "[{name: r, exactly: {deviceClassName: a, capacity: {requests: {bw: 3}}}}]", ""),
      NULL, 0, -EINVAL, NULL, "DRAConsumableCapacity feature is disabled"},
+    {"request name not a DNS label",
+     CLASS_A CLAIM("c1", "[{name: R0, exactly: {deviceClassName: a}}]", ""), NULL, 0, -EINVAL, NULL,
+     "spec.devices.requests[0].name: must be a DNS label"},
+    {"attribute name not qualified",
+     CLASS_A SLICE("s1", "p1", "1", "1", "nodeName: n1",
+                   "[{name: d1, attributes: {a/b/c: {int: 1}}}]"),
+     NULL, 0, -EINVAL, NULL, "spec.devices[0].attributes[a/b/c]: must be a C identifier"},
+    {"driver not a DNS subdomain",
+     "kind: ResourceSlice\nmetadata: {name: s1}\nspec: {driver: Bad_Driver, pool: {name: p1, "
+     "generation: 1, "
+     "resourceSliceCount: 1}, nodeName: n1}\n",
+     NULL, 0, -EINVAL, NULL, "ResourceSlice s1: spec.driver: must be a DNS subdomain"},
+    {"matchAttribute without a domain",
+     CLASS_A CLAIM("c1", ONE, ", constraints: [{matchAttribute: numa}]"), NULL, 0, -EINVAL, NULL,
+     "must be a fully qualified name"},
     {"newest generation only",
      CLASS_A SLICE("s1", "p1", "1", "1", "nodeName: n1", "[{name: d1}]")
          SLICE("s2", "p1", "2", "1", "nodeName: n1", "[{name: d2}]") CLAIM("c1", ONE, ""),
