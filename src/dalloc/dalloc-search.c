@@ -284,6 +284,39 @@ static int next_request(struct search *s, size_t ci, size_t ri)
     return 0;
 }
 
+/* The no-solution message for request ri of c: what it needs, how many candidates match its
+ * selectors and how many of those other claims do not already hold. */
+static void explain(struct dalloc *a, struct dalloc_claim *c, size_t ri, struct diag *d)
+{
+    struct dalloc_exact *e = &c->requests[ri].subs[0];
+    size_t match = 0, free_ = 0;
+    struct diag scratch;
+    char need[32];
+
+    for (size_t pos = 0; pos < a->candidates.len; pos++) {
+        struct dalloc_device *dev = *VEC_AT(&a->candidates, struct dalloc_device *, pos);
+        if (dalloc_selectable(a, c, e, pos, &scratch) != 1)
+            continue;
+        match++;
+        free_ += dev->in_use == 0 || e->admin;
+    }
+    if (e->mode == DALLOC_ALL)
+        snprintf(need, sizeof(need), "all matching devices");
+    else
+        snprintf(need, sizeof(need), "%lld device%s", (long long)e->count,
+                 e->count == 1 ? "" : "s");
+    diag_fail(d, -ENOENT,
+              "cannot allocate all claims: claim %s/%s, request %s%s%s: needs %s on node %s; %zu "
+              "device%s match%s the selectors, %zu of them not allocated to other claims%s",
+              c->ns, c->name, c->requests[ri].name, c->requests[ri].first_available ? "/" : "",
+              c->requests[ri].first_available ? e->name : "", need, a->node, match,
+              match == 1 ? "" : "s", match == 1 ? "es" : "", free_,
+              c->n_constraints || a->gates.device_taints || a->gates.partitionable ||
+                      a->gates.consumable_capacity
+                  ? " (constraints, taints, counters or capacity may exclude more)"
+                  : "");
+}
+
 int dalloc_search(struct dalloc *a, struct diag *d)
 {
     struct vec pending;
@@ -303,10 +336,7 @@ int dalloc_search(struct dalloc *a, struct diag *d)
         if (a->saw_invalid)
             r = diag_fail(d, -EINVAL, "invalid resource pools were encountered");
         else
-            diag_fail(d, -ENOENT,
-                      "cannot allocate all claims: claim %s/%s, request %s: no suitable "
-                      "devices available on node %s",
-                      c->ns, c->name, c->requests[a->fail_request].name, a->node);
+            explain(a, c, a->fail_request, d);
     }
     vec_release(&pending);
     if (r < 0)

@@ -119,7 +119,7 @@ CASES = {
         0, {"c1": ["r:d1", "r:d2"]}, None),
     "other node": (
         docs(CLASS_A, slice_("s1", ["{name: d1}"], node="nodeName: n2"), claim("c1", ONE)),
-        1, None, "no suitable devices"),
+        1, None, "cannot allocate all claims"),
     "unknown class": (
         docs(CLASS_A, slice_("s1", ["{name: d1}"]),
              claim("c1", "[{name: r, exactly: {deviceClassName: nope}}]")),

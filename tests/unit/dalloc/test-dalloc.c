@@ -141,7 +141,7 @@ static const struct tcase CASES[] = {
     {"per-device node selection, gate off: slice skipped",
      CLASS_A SLICE("s1", "p1", "1", "1", "perDeviceNodeSelection: true",
                    "[{name: d1, allNodes: true}]") CLAIM("c1", ONE, ""),
-     NULL, 0, 1, NULL, "no suitable devices"},
+     NULL, 0, 1, NULL, "cannot allocate all claims"},
     {"device node without perDeviceNodeSelection",
      CLASS_A SLICE("s1", "p1", "1", "1", "nodeName: n1", "[{name: d1, nodeName: n1}]"), NULL, 0,
      -EINVAL, NULL, "only allowed with perDeviceNodeSelection"},
@@ -154,7 +154,7 @@ static const struct tcase CASES[] = {
      CLASS_A SLICE("s1", "p1", "1", "1", "nodeName: n1",
                    "[{name: d1, bindingConditions: [x], bindingFailureConditions: [y]}]")
          CLAIM("c1", ONE, ""),
-     NULL, 0, 1, NULL, "no suitable devices"},
+     NULL, 0, 1, NULL, "cannot allocate all claims"},
     {"consumable capacity: two shares of one device",
      CLASS_A SLICE("s1", "p1", "1", "1", "nodeName: n1",
                    "[{name: d1, allowMultipleAllocations: true, capacity: {bw: {value: 4, "
@@ -230,7 +230,7 @@ static const struct tcase CASES[] = {
                    "nodeSelector: {nodeSelectorTerms: [{matchFields: [{key: metadata.name, "
                    "operator: NotIn, values: [n1]}]}]}",
                    "[{name: d1}]") CLAIM("c1", ONE, ""),
-     NULL, 0, 1, NULL, "no suitable devices"},
+     NULL, 0, 1, NULL, "cannot allocate all claims"},
     {"combinations in pool order",
      CLASS_A SLICE("s2", "p2", "1", "1", "allNodes: true", "[{name: d3}, {name: d2}]")
          SLICE("s1", "p1", "1", "1", "allNodes: true", "[{name: d1}]")
