@@ -292,7 +292,9 @@ static const struct tcase CASES[] = {
                                    "{requests: " ONE "}}\n"
                                    "status: {allocation: {devices: {results: [{request: r, driver: "
                                    "a, pool: p1, device: d1}]}}}\n---\n" CLAIM("c1", ONE, ""),
-     NULL, 0, 1, NULL, "claim default/c1"},
+     NULL, 0, 1, NULL,
+     "claim default/c1, request r: needs 1 device on node n1; 1 device matches the selectors, 0 of "
+     "them not allocated to other claims"},
     {"budget",
      CLASS_A SLICE("s1", "p1", "1", "1", "nodeName: n1",
                    "[{name: d1, attributes: {n: {int: 1}}}, {name: d2, attributes: {n: {int: 2}}}, "
