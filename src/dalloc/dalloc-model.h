@@ -180,6 +180,7 @@ struct dalloc {
     struct dalloc_gates gates;
     uint64_t budget, steps;
     json_t *node_labels; /* the Node's metadata.labels, or NULL */
+    json_t *namespaces;  /* namespace name -> its labels, for the Namespaces given (owned) */
     struct vec slices;   /* struct dalloc_slice * */
     struct vec classes;  /* struct dalloc_class * */
     struct vec claims;   /* struct dalloc_claim * */

@@ -117,6 +117,7 @@ struct dalloc *dalloc_free(struct dalloc *a)
     vec_release(&a->classes);
     vec_release(&a->claims);
     vec_release(&a->objs);
+    json_decref(a->namespaces);
     free(a->node);
     free(a);
     return NULL;
@@ -134,6 +135,19 @@ static int add_node(struct dalloc *a, json_t *obj)
     if (name && strcmp(name, a->node) == 0)
         a->node_labels = json_object_get(json_object_get(obj, "metadata"), "labels");
     return 0;
+}
+
+/* A Namespace's labels decide whether its claims may ask for admin access. */
+static int add_namespace(struct dalloc *a, json_t *obj)
+{
+    json_t *meta = json_object_get(obj, "metadata"), *labels = json_object_get(meta, "labels");
+    const char *name = json_string_value(json_object_get(meta, "name"));
+
+    if (!name)
+        return 0;
+    if (!a->namespaces && !(a->namespaces = json_object()))
+        return -ENOMEM;
+    return json_object_set(a->namespaces, name, labels ? labels : json_null()) < 0 ? -ENOMEM : 0;
 }
 
 static int add_one(struct dalloc *a, json_t *obj, unsigned depth, struct diag *d)
@@ -161,6 +175,8 @@ static int add_one(struct dalloc *a, json_t *obj, unsigned depth, struct diag *d
         return dalloc_decode_claim(a, obj, d);
     if (strcmp(kind, "Node") == 0)
         return add_node(a, obj);
+    if (strcmp(kind, "Namespace") == 0)
+        return add_namespace(a, obj);
     return diag_fail(d, -EINVAL, "unsupported kind %s", kind);
 }
 
@@ -186,6 +202,19 @@ static struct dalloc_class *class_find(const struct dalloc *a, const char *name)
     return NULL;
 }
 
+/* Whether ns may hold admin-access claims: true unless its Namespace was given without the
+ * label resource.kubernetes.io/admin-access: "true". */
+static bool admin_namespace(const struct dalloc *a, const char *ns)
+{
+    json_t *labels = json_object_get(a->namespaces, ns);
+    const char *v =
+        json_string_value(json_object_get(labels, "resource.kubernetes.io/admin-access"));
+
+    if (!json_object_get(a->namespaces, ns))
+        return true;
+    return v && strcmp(v, "true") == 0;
+}
+
 static int resolve_classes(struct dalloc *a, struct dalloc_claim *c, struct diag *d)
 {
     int64_t min_total = 0;
@@ -205,6 +234,12 @@ static int resolve_classes(struct dalloc *a, struct dalloc_claim *c, struct diag
                                  "claim %s/%s, request %s: admin access is requested, but the "
                                  "feature is disabled",
                                  c->ns, c->name, c->requests[i].name);
+            if (e->admin && !admin_namespace(a, c->ns))
+                return diag_fail(d, -EPERM,
+                                 "claim %s/%s, request %s: admin access to devices requires the "
+                                 "label resource.kubernetes.io/admin-access: \"true\" on namespace "
+                                 "%s",
+                                 c->ns, c->name, c->requests[i].name, c->ns);
             min = e->mode == DALLOC_ALL ? (min < 1 ? min : 1) : (e->count < min ? e->count : min);
         }
         min_total += min;

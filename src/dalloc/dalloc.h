@@ -58,17 +58,20 @@ void dalloc_set_budget(struct dalloc *a, uint64_t steps);
 
 /*
  * Adds one object: a ResourceSlice, DeviceClass, ResourceClaim, Node (its labels feed node
- * selectors) or a List of them. obj is borrowed (json_incref'd) and must not be modified; `where`
- * names the source for messages (a file name, may be NULL). Validates the object: -EINVAL with d
- * naming the object and field ("ResourceClaim default/c1: spec.devices.requests[0].exactly.count:
- * must be >= 1"); -ENOTSUP for a field gpuplane cannot allocate yet while its gate is on.
+ * selectors), Namespace (without the label resource.kubernetes.io/admin-access: "true" its claims
+ * may not ask for admin access; namespaces not given are not checked) or a List of them. obj is
+ * borrowed (json_incref'd) and must not be modified; `where` names the source for messages (a file
+ * name, may be NULL). Validates the object: -EINVAL with d naming the object and field
+ * ("ResourceClaim default/c1: spec.devices.requests[0].exactly.count: must be >= 1"); -ENOTSUP for
+ * a field gpuplane cannot allocate yet while its gate is on.
  */
 _wur_ int dalloc_add(struct dalloc *a, json_t *obj, struct diag *d);
 
 /*
  * Allocates the pending claims (those without status.allocation) in input order. Returns 0 and
  * *ret a JSON array of those claims with status.allocation filled (new reference); 1 when there is
- * no solution (d says which claim/request failed, ret untouched); -EINVAL, -ENOENT (unknown class),
+ * no solution (d says which claim/request failed, ret untouched); -EINVAL, -EPERM (admin access
+ * outside an admin namespace), -ENOENT (unknown class),
  * -EDOM (CEL compile or runtime error), -E2BIG (step budget), -ENOMEM with d for errors.
  */
 _wur_ int dalloc_run(struct dalloc *a, struct diag *d, json_t **ret);

@@ -199,6 +199,15 @@ static const struct tcase CASES[] = {
     {"matchAttribute without a domain",
      CLASS_A CLAIM("c1", ONE, ", constraints: [{matchAttribute: numa}]"), NULL, 0, -EINVAL, NULL,
      "must be a fully qualified name"},
+    {"admin access outside an admin namespace",
+     "kind: Namespace\nmetadata: {name: default}\n---\n" CLASS_A CLAIM(
+         "c1", "[{name: r, exactly: {deviceClassName: a, adminAccess: true}}]", ""),
+     NULL, 0, -EPERM, NULL, "requires the label resource.kubernetes.io/admin-access"},
+    {"admin access in an admin namespace",
+     "kind: Namespace\nmetadata: {name: default, labels: {resource.kubernetes.io/admin-access: "
+     "'true'}}\n---\n" CLASS_A SLICE("s1", "p1", "1", "1", "nodeName: n1", "[{name: d1}]")
+         CLAIM("c1", "[{name: r, exactly: {deviceClassName: a, adminAccess: true}}]", ""),
+     NULL, 0, 0, "c1:r=d1!", NULL},
     {"newest generation only",
      CLASS_A SLICE("s1", "p1", "1", "1", "nodeName: n1", "[{name: d1}]")
          SLICE("s2", "p1", "2", "1", "nodeName: n1", "[{name: d2}]") CLAIM("c1", ONE, ""),
