@@ -4,6 +4,7 @@ the reference's behaviour examples (§4.11): exit code, chosen devices (order-in
 error text; plus the command line's contract (help, output forms, examples/dra)."""
 import json
 import pathlib
+import subprocess
 
 import pytest
 
@@ -207,3 +208,23 @@ def test_examples_dra(gp):
                "-f", ex / "nodes.yaml", "-f", ex / "slices-dgx-h100-0.yaml")
     assert p.returncode == 0, p.stderr  # no pending claims: an empty list
     assert json.loads(p.stdout)["items"] == []
+
+
+def test_list_stdin_and_budget(gp, tmp_path):
+    objs = [{"kind": "DeviceClass", "metadata": {"name": "a"},
+             "spec": {"selectors": [{"cel": {"expression": 'device.driver == "a"'}}]}},
+            {"kind": "ResourceSlice", "metadata": {"name": "s1"},
+             "spec": {"driver": "a", "pool": {"name": "p1", "generation": 1, "resourceSliceCount": 1},
+                      "nodeName": "n1",
+                      "devices": [{"name": f"d{i}", "attributes": {"n": {"int": i}}} for i in range(12)]}},
+            {"kind": "ResourceClaim", "metadata": {"name": "c1", "namespace": "default"},
+             "spec": {"devices": {"requests": [{"name": "r", "exactly": {"deviceClassName": "a", "count": 3}}],
+                                  "constraints": [{"matchAttribute": "a/n"}]}}}]
+    text = json.dumps({"apiVersion": "v1", "kind": "List", "items": objs})
+    p = subprocess.run([str(gp.binary), "allocate", "--node", "n1", "-f", "-", "--budget", "20"],
+                       input=text, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and "search budget of 20 steps exhausted" in p.stderr
+    f = tmp_path / "list.json"
+    f.write_text(text)
+    p = gp.run("allocate", "--node", "n1", "-f", f)
+    assert p.returncode == 1 and "needs 3 devices" in p.stderr and "12 devices match" in p.stderr
