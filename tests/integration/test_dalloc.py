@@ -228,3 +228,17 @@ def test_list_stdin_and_budget(gp, tmp_path):
     f.write_text(text)
     p = gp.run("allocate", "--node", "n1", "-f", f)
     assert p.returncode == 1 and "needs 3 devices" in p.stderr and "12 devices match" in p.stderr
+
+
+def test_yaml_equals_json(gp, tmp_path):
+    yaml = pytest.importorskip("yaml")
+    f = tmp_path / "in.yaml"
+    f.write_text(docs(CLASS_A, slice_("s1", ["{name: d1, attributes: {'x.example.com/k': {string: 'a: b'}}}",
+                                             "{name: d2}"]),
+                      claim("c1", "[{name: r, exactly: {deviceClassName: a, count: 2}}]",
+                            extra="    config: [{opaque: {driver: a, parameters: {s: 'yes', n: 1.5, e: {}}}}]")))
+    y = gp.run("allocate", "--node", "n1", "-f", f)
+    j = gp.run("allocate", "--node", "n1", "-o", "json", "-f", f)
+    assert y.returncode == 0 and j.returncode == 0, y.stderr + j.stderr
+    assert yaml.safe_load(y.stdout) == json.loads(j.stdout)
+    assert len(json.loads(j.stdout)["items"][0]["status"]["allocation"]["devices"]["config"]) == 1
