@@ -68,10 +68,11 @@ void dalloc_set_budget(struct dalloc *a, uint64_t steps);
 _wur_ int dalloc_add(struct dalloc *a, json_t *obj, struct diag *d);
 
 /*
- * Allocates the pending claims (those without status.allocation) in input order. Returns 0 and
- * *ret a JSON array of those claims with status.allocation filled (new reference); 1 when there is
- * no solution (d says which claim/request failed, ret untouched); -EINVAL, -EPERM (admin access
- * outside an admin namespace), -ENOENT (unknown class),
- * -EDOM (CEL compile or runtime error), -E2BIG (step budget), -ENOMEM with d for errors.
+ * Allocates the pending claims (those without status.allocation) in input order; call it once,
+ * after every object was added. Returns 0 and *ret a JSON array of those claims with
+ * status.allocation filled (new reference); 1 when there is no solution (d says which
+ * claim/request failed and why, ret untouched); -EINVAL, -EPERM (admin access outside an admin
+ * namespace), -ENOENT (unknown class), -EDOM (CEL compile or runtime error), -E2BIG (step budget),
+ * -ENOTSUP (fractional consumable capacity), -ENOMEM, with d, for errors.
  */
 _wur_ int dalloc_run(struct dalloc *a, struct diag *d, json_t **ret);
