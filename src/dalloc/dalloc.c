@@ -150,6 +150,29 @@ static int add_namespace(struct dalloc *a, json_t *obj)
     return json_object_set(a->namespaces, name, labels ? labels : json_null()) < 0 ? -ENOMEM : 0;
 }
 
+/* A ResourceClaimTemplate stands for the claim a pod referencing it would get: named after the
+ * template (with the template's labels and annotations), spec = spec.spec, pending. */
+static int add_template(struct dalloc *a, json_t *obj, struct diag *d)
+{
+    json_t *meta = json_object_get(obj, "metadata"), *spec = json_object_get(obj, "spec");
+    json_t *tmeta = json_object_get(spec, "metadata"), *claim;
+    int r;
+
+    claim =
+        json_pack("{s:s, s:s, s:{s:O*, s:O*, s:O*, s:O*}, s:O*}", "apiVersion",
+                  "resource.k8s.io/v1", "kind", "ResourceClaim", "metadata", "name",
+                  json_object_get(meta, "name"), "namespace", json_object_get(meta, "namespace"),
+                  "labels", json_object_get(tmeta, "labels"), "annotations",
+                  json_object_get(tmeta, "annotations"), "spec", json_object_get(spec, "spec"));
+    if (!claim)
+        return -ENOMEM;
+    if ((r = vec_push(&a->objs, &claim)) < 0) {
+        json_decref(claim);
+        return r;
+    }
+    return dalloc_decode_claim(a, claim, d);
+}
+
 static int add_one(struct dalloc *a, json_t *obj, unsigned depth, struct diag *d)
 {
     const char *kind = json_string_value(json_object_get(obj, "kind"));
@@ -177,6 +200,8 @@ static int add_one(struct dalloc *a, json_t *obj, unsigned depth, struct diag *d
         return add_node(a, obj);
     if (strcmp(kind, "Namespace") == 0)
         return add_namespace(a, obj);
+    if (strcmp(kind, "ResourceClaimTemplate") == 0)
+        return add_template(a, obj, d);
     return diag_fail(d, -EINVAL, "unsupported kind %s", kind);
 }
 

@@ -59,7 +59,8 @@ void dalloc_set_budget(struct dalloc *a, uint64_t steps);
 /*
  * Adds one object: a ResourceSlice, DeviceClass, ResourceClaim, Node (its labels feed node
  * selectors), Namespace (without the label resource.kubernetes.io/admin-access: "true" its claims
- * may not ask for admin access; namespaces not given are not checked) or a List of them. obj is
+ * may not ask for admin access; namespaces not given are not checked), ResourceClaimTemplate (a
+ * pending claim named after it, as a pod referencing it would get) or a List of them. obj is
  * borrowed (json_incref'd) and must not be modified; `where` names the source for messages (a file
  * name, may be NULL). Validates the object: -EINVAL with d naming the object and field
  * ("ResourceClaim default/c1: spec.devices.requests[0].exactly.count: must be >= 1"); -ENOTSUP for

@@ -208,6 +208,13 @@ def test_examples_dra(gp):
                "-f", ex / "nodes.yaml", "-f", ex / "slices-dgx-h100-0.yaml")
     assert p.returncode == 0, p.stderr  # no pending claims: an empty list
     assert json.loads(p.stdout)["items"] == []
+    # a ResourceClaimTemplate stands for the claim a pod would get: two GPUs on one PCIe root
+    p = gp.run("allocate", "--node", "dgx-h100-0", "-o", "json", "-f", ex / "deviceclasses.yaml",
+               "-f", ex / "slices-dgx-h100-0.yaml", "-f", ex / "claimtemplate-pcie-pair.yaml")
+    assert p.returncode == 0, p.stderr
+    claim = json.loads(p.stdout)["items"][0]
+    assert claim["kind"] == "ResourceClaim" and claim["metadata"]["name"] == "pcie-pair"
+    assert sorted(r["device"] for r in claim["status"]["allocation"]["devices"]["results"]) == ["gpu-0", "gpu-1"]
 
 
 def test_list_stdin_and_budget(gp, tmp_path):
