@@ -13,6 +13,7 @@
 #include "dp.h"
 #include "info.h"
 #include "nvcdi-cmd.h"
+#include "schedcmd.h"
 
 #ifndef GP_VERSION
 #define GP_VERSION "unknown"
@@ -36,6 +37,7 @@ static const struct command COMMANDS[] = {
     {"device-plugin", "the kubelet device plugin for NVIDIA GPUs", dp_main},
     {"cel", "evaluate CEL expressions as DRA device selectors (cel eval)", celcmd_main},
     {"allocate", "allocate DRA ResourceClaims to devices on a node", dalloccmd_main},
+    {"schedule", "simulate the scheduler placing pods with DRA claims on nodes", schedcmd_main},
     {"version", "print the version", version_main},
     {"help", "show this help", help_main},
 };

@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * A DRA scheduling simulator over the allocator (src/dalloc): Pods (spec.resourceClaims naming
+ * ResourceClaims or ResourceClaimTemplates), Nodes, ResourceSlices, DeviceClasses, Namespaces and
+ * ResourceClaims in; for each pending pod (no spec.nodeName) in input order: claims generated from
+ * templates (named <pod>-<claim>), every Node (by name) tried with a fresh allocator holding the
+ * cluster state, the feasible nodes scored (earlier firstAvailable sub-requests score higher),
+ * the best taken (ties: the first node by name) and its allocation committed as cluster state for
+ * the pods after it. See docs/schedule.md.
+ */
+#pragma once
+
+#include <jansson.h>
+
+#include "base-diag.h"
+#include "base-macro.h"
+#include "dalloc.h"
+
+struct sched;
+
+_wur_ int sched_new(const struct dalloc_gates *gates, struct sched **ret);
+struct sched *sched_free(struct sched *s);
+DEFINE_POINTER_CLEANUP(struct sched, sched_free)
+
+/* Adds one object (or a List of them); obj is borrowed. -EINVAL with d for a malformed Pod. */
+_wur_ int sched_add(struct sched *s, json_t *obj, struct diag *d);
+
+/* Per-phase times of the last sched_run, in seconds. */
+struct sched_stats {
+    size_t pods, scheduled, attempts;
+    double filter_s, score_s, commit_s, total_s;
+};
+
+/*
+ * Schedules the pending pods. 0 and *ret a JSON array (new reference), one object per pending
+ * pod: {"pod": "ns/name", "node": NAME or null, "score": N, "devices": ["claim/request=driver/pool/
+ * device", ...], "reasons": {MESSAGE: NODE_COUNT, ...}}; negative errno with d for an error
+ * (invalid object, unknown class or template, CEL error). stats may be NULL. progress, when not
+ * NULL, is called after each pod with (done, total, arg).
+ */
+_wur_ int sched_run(struct sched *s, struct diag *d, struct sched_stats *stats,
+                    void (*progress)(size_t done, size_t total, void *arg), void *arg,
+                    json_t **ret);
+
+/* The firstAvailable score of allocated claims: for each result whose request is "req/sub", the
+ * number of sub-requests of req after sub (the first of n scores n-1). */
+long sched_score(json_t *claims);

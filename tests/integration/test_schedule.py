@@ -1,0 +1,147 @@
+# SPDX-License-Identifier: Apache-2.0
+"""gpuplane schedule: the DRA scheduling simulator through the binary. A small cluster of three
+nodes (n1, n2 with a device of driver a, n3 with a device of driver b), pods with template claims:
+ties go to the first node by name, earlier firstAvailable sub-requests win, allocations are
+committed for later pods, an unschedulable pod with per-node reason counts; the output forms,
+--stats, --help and usage errors."""
+import json
+import subprocess
+
+import yaml
+
+CLUSTER = """
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: a}
+spec:
+  selectors: [{cel: {expression: 'device.driver == "a"'}}]
+---
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: b}
+spec:
+  selectors: [{cel: {expression: 'device.driver == "b"'}}]
+---
+{apiVersion: v1, kind: Node, metadata: {name: n3}}
+---
+{apiVersion: v1, kind: Node, metadata: {name: n2}}
+---
+{apiVersion: v1, kind: Node, metadata: {name: n1}}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: s1}
+spec: {driver: a, pool: {name: n1, generation: 1, resourceSliceCount: 1}, nodeName: n1, devices: [{name: g0}]}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: s2}
+spec: {driver: a, pool: {name: n2, generation: 1, resourceSliceCount: 1}, nodeName: n2, devices: [{name: g0}]}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: s3}
+spec: {driver: b, pool: {name: n3, generation: 1, resourceSliceCount: 1}, nodeName: n3, devices: [{name: g0}]}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: one-a, namespace: default}
+spec: {spec: {devices: {requests: [{name: r, exactly: {deviceClassName: a}}]}}}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: prefer-b, namespace: default}
+spec:
+  spec:
+    devices:
+      requests:
+      - name: r
+        firstAvailable: [{name: b, deviceClassName: b}, {name: a, deviceClassName: a}]
+"""
+
+
+def pod(name, template):
+    return f"""
+---
+apiVersion: v1
+kind: Pod
+metadata: {{name: {name}, namespace: default}}
+spec:
+  resourceClaims: [{{name: gpu, resourceClaimTemplateName: {template}}}]
+"""
+
+
+PODS = pod("p1", "one-a") + pod("p2", "prefer-b") + pod("p3", "one-a") + pod("p4", "one-a")
+
+
+def run(gp, *args, stdin=CLUSTER + PODS):
+    return subprocess.run([str(gp.binary), "schedule", *args, "-f", "-"], input=stdin,
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_json_shape_and_placement(gp):
+    p = run(gp, "-o", "json")
+    assert p.returncode == 1, p.stderr  # p4 is unschedulable
+    out = json.loads(p.stdout)
+    assert out["summary"] == {"pods": 4, "scheduled": 3, "unschedulable": 1}
+    pods = {x["pod"]: x for x in out["pods"]}
+    assert [x["pod"] for x in out["pods"]] == ["default/p1", "default/p2", "default/p3",
+                                               "default/p4"]
+    assert set(out["pods"][0]) == {"pod", "node", "score", "devices", "reasons"}
+    assert pods["default/p1"]["node"] == "n1"  # tie between n1 and n2: the first by name
+    assert pods["default/p1"]["devices"] == ["p1-gpu/r=a/n1/g0"]
+    assert pods["default/p2"]["node"] == "n3"  # its first sub-request scores higher
+    assert pods["default/p2"]["score"] == 1
+    assert pods["default/p2"]["devices"] == ["p2-gpu/r/b=b/n3/g0"]
+    assert pods["default/p3"]["node"] == "n2"  # n1's device went to p1
+    p4 = pods["default/p4"]
+    assert p4["node"] is None and p4["devices"] == []
+    assert sorted(p4["reasons"].values()) == [1, 2]
+    assert all("on node" not in k for k in p4["reasons"])
+
+
+def test_all_schedulable_exit_0(gp):
+    p = run(gp, stdin=CLUSTER + pod("p1", "one-a"))
+    assert p.returncode == 0, p.stderr
+    assert "default/p1" in p.stdout and "scheduled 1 of 1 pods" in p.stdout
+
+
+def test_table(gp):
+    p = run(gp)
+    assert p.returncode == 1
+    lines = p.stdout.splitlines()
+    assert lines[0].split()[:3] == ["POD", "NODE", "SCORE"]
+    assert lines[4].split()[:2] == ["default/p4", "<none>"]
+    assert "2 node(s): cannot allocate all claims" in lines[4]
+    assert "scheduled 3 of 4 pods, 1 unschedulable" in p.stdout
+
+
+def test_yaml_equals_json(gp):
+    assert yaml.safe_load(run(gp, "-o", "yaml").stdout) == json.loads(run(gp, "-o", "json").stdout)
+
+
+def test_stats(gp):
+    p = run(gp, "--stats", "-o", "json")
+    assert p.returncode == 1
+    assert "pods/s" in p.stderr and "filter" in p.stderr and "commit" in p.stderr
+    assert "12 node attempts" in p.stderr
+    json.loads(p.stdout)
+
+
+def test_unknown_template(gp):
+    p = run(gp, stdin=CLUSTER + pod("p1", "nope"))
+    assert p.returncode == 2
+    assert "ResourceClaimTemplate default/nope not found" in p.stderr
+
+
+def test_help(gp):
+    p = gp.run("schedule", "--help")
+    assert p.returncode == 0 and p.stdout.startswith("Usage: gpuplane schedule")
+    assert "schedule" in gp.run("help").stdout
+
+
+def test_usage_errors(gp):
+    assert gp.run("schedule").returncode == 2
+    assert gp.run("schedule", "-o", "xml", "-f", "x").returncode == 2
+    assert gp.run("schedule", "-f", "x", "extra").returncode == 2
+    assert gp.run("schedule", "--bogus").returncode == 2
