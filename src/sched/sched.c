@@ -11,6 +11,7 @@
 
 struct sched {
     struct dalloc_gates gates;
+    uint64_t budget;
     json_t *state;     /* slices, classes, nodes, namespaces: added to every allocator */
     json_t *claims;    /* "ns/name" -> ResourceClaim (pending or allocated) */
     json_t *order;     /* claim keys in input order */
@@ -52,6 +53,11 @@ struct sched *sched_free(struct sched *s)
     json_decref(s->nodes);
     free(s);
     return NULL;
+}
+
+void sched_set_budget(struct sched *s, uint64_t steps)
+{
+    s->budget = steps;
 }
 
 static const char *str_at(json_t *o, const char *a, const char *b)
@@ -181,6 +187,7 @@ static int try_node(struct sched *s, const char *node, json_t *mine, struct diag
 
     if ((r = dalloc_new(node, &s->gates, &a)) < 0)
         return r;
+    dalloc_set_budget(a, s->budget);
     json_array_foreach(s->state, i, v) if ((r = dalloc_add(a, v, d)) < 0) return r;
     json_object_foreach(s->claims, k,
                         v) if (allocated(v) && (r = dalloc_add(a, v, d)) < 0) return r;

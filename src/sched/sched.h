@@ -22,6 +22,9 @@ _wur_ int sched_new(const struct dalloc_gates *gates, struct sched **ret);
 struct sched *sched_free(struct sched *s);
 DEFINE_POINTER_CLEANUP(struct sched, sched_free)
 
+/* The allocator's step budget per pod and node (0: DALLOC_DEFAULT_BUDGET). */
+void sched_set_budget(struct sched *s, uint64_t steps);
+
 /* Adds one object (or a List of them); obj is borrowed. -EINVAL with d for a malformed Pod. */
 _wur_ int sched_add(struct sched *s, json_t *obj, struct diag *d);
 

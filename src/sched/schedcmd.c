@@ -61,6 +61,7 @@ struct opts {
     size_t nfiles;
     enum fmt fmt;
     bool stats;
+    unsigned long long budget;
     struct dalloc_gates gates;
 };
 
@@ -76,6 +77,7 @@ static int parse(int argc, char **argv, struct cli_common *cc, struct opts *o)
         {NULL, 0, NULL, 0},
     };
     struct diag d;
+    char *end;
     int c, r;
 
     while ((c = getopt_long(argc, argv, "o:f:" CLI_COMMON_SHORT, LONG, NULL)) != -1) {
@@ -86,7 +88,11 @@ static int parse(int argc, char **argv, struct cli_common *cc, struct opts *o)
                 return cli_usage_error("schedule", "--feature-gates: %s", d.msg);
             break;
         case OPT_BUDGET:
-            return cli_usage_error("schedule", "--budget: not supported yet");
+            errno = 0;
+            o->budget = strtoull(optarg, &end, 10);
+            if (errno || *end || end == optarg || o->budget == 0)
+                return cli_usage_error("schedule", "--budget: not a positive number: %s", optarg);
+            break;
         case OPT_STATS:
             o->stats = true;
             break;
@@ -231,6 +237,7 @@ static int run(const struct opts *o)
 
     if (sched_new(&o->gates, &s) < 0)
         return CLI_EXIT_USAGE;
+    sched_set_budget(s, o->budget);
     for (size_t i = 0; i < o->nfiles; i++)
         if (load_file(s, o->files[i], docs, i) < 0)
             goto out;

@@ -145,3 +145,10 @@ def test_usage_errors(gp):
     assert gp.run("schedule", "-o", "xml", "-f", "x").returncode == 2
     assert gp.run("schedule", "-f", "x", "extra").returncode == 2
     assert gp.run("schedule", "--bogus").returncode == 2
+    assert gp.run("schedule", "--budget", "0", "-f", "x").returncode == 2
+
+
+def test_budget(gp):
+    p = run(gp, "--budget", "1000", "-o", "json")
+    assert p.returncode == 1, p.stderr
+    assert json.loads(p.stdout)["summary"]["scheduled"] == 3
