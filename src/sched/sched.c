@@ -177,6 +177,24 @@ static int pod_claims(struct sched *s, json_t *pod, struct diag *d, json_t *out)
     return 0;
 }
 
+/* False for the objects of other nodes: ResourceSlices with another spec.nodeName (never visible
+ * to this node) and other Nodes. */
+static bool visible(json_t *obj, const char *node)
+{
+    const char *kind = str_at(obj, "kind", NULL);
+    const char *n;
+
+    if (kind && strcmp(kind, "ResourceSlice") == 0) {
+        n = str_at(obj, "spec", "nodeName");
+        return !n || strcmp(n, node) == 0;
+    }
+    if (kind && strcmp(kind, "Node") == 0) {
+        n = str_at(obj, "metadata", "name");
+        return !n || strcmp(n, node) == 0;
+    }
+    return true;
+}
+
 static int try_node(struct sched *s, const char *node, json_t *mine, struct diag *d, json_t **ret)
 {
     _cleanup_(dalloc_freep) struct dalloc *a = NULL;
@@ -188,10 +206,21 @@ static int try_node(struct sched *s, const char *node, json_t *mine, struct diag
     if ((r = dalloc_new(node, &s->gates, &a)) < 0)
         return r;
     dalloc_set_budget(a, s->budget);
-    json_array_foreach(s->state, i, v) if ((r = dalloc_add(a, v, d)) < 0) return r;
-    json_object_foreach(s->claims, k,
-                        v) if (allocated(v) && (r = dalloc_add(a, v, d)) < 0) return r;
-    json_array_foreach(mine, i, v) if ((r = dalloc_add(a, v, d)) < 0) return r;
+    json_array_foreach(s->state, i, v)
+    {
+        if (visible(v, node) && (r = dalloc_add(a, v, d)) < 0)
+            return r;
+    }
+    json_object_foreach(s->claims, k, v)
+    {
+        if (allocated(v) && (r = dalloc_add(a, v, d)) < 0)
+            return r;
+    }
+    json_array_foreach(mine, i, v)
+    {
+        if ((r = dalloc_add(a, v, d)) < 0)
+            return r;
+    }
     return dalloc_run(a, d, ret);
 }
 

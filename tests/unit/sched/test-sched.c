@@ -75,6 +75,14 @@ static const struct tcase CASES[] = {
     {"a bound pod is not scheduled",
      CLASSES NODE("n1") "kind: Pod\nmetadata: {name: p0}\nspec: {nodeName: n1}\n---\n", 0, "",
      NULL},
+    {"an allNodes slice is seen from every node, its device used once",
+     CLASSES NODE("n1")
+         NODE("n2") "kind: ResourceSlice\nmetadata: {name: net}\nspec: {driver: a, pool: {name: "
+                    "net, generation: "
+                    "1, resourceSliceCount: 1}, allNodes: true, devices: [{name: d}]}\n---\n" SLICE(
+                        "n2", "b", "[{name: d}]") TMPL("t", ONE_A) POD("p1", USE("t"))
+                        POD("p2", USE("t")),
+     0, "p1=n1 p2=-", NULL},
     {"unknown template", CLASSES NODE("n1") POD("p1", USE("nope")), -ENOENT, NULL,
      "ResourceClaimTemplate default/nope not found"},
     {"claim without a source", CLASSES NODE("n1") POD("p1", "[{name: g}]"), -EINVAL, NULL,
