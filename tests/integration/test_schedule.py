@@ -5,7 +5,9 @@ ties go to the first node by name, earlier firstAvailable sub-requests win, allo
 committed for later pods, an unschedulable pod with per-node reason counts; the output forms,
 --stats, --help and usage errors."""
 import json
+import pathlib
 import subprocess
+import sys
 
 import yaml
 
@@ -152,3 +154,19 @@ def test_budget(gp):
     p = run(gp, "--budget", "1000", "-o", "json")
     assert p.returncode == 1, p.stderr
     assert json.loads(p.stdout)["summary"]["scheduled"] == 3
+
+
+def test_bench_gen_input(gp, tmp_path):
+    """bench/dra/gen.py's cluster and workload (named claims): 2 nodes of 8 GPUs, 16 single-GPU
+    pods fill both nodes, node-00000 first; a 17th would not fit."""
+    gen = pathlib.Path(__file__).resolve().parents[2] / "bench" / "dra" / "gen.py"
+    subprocess.run([sys.executable, str(gen), "--out", str(tmp_path), "--nodes", "2", "--pods",
+                    "16"], check=True, capture_output=True)
+    p = gp.run("schedule", "-o", "json", "-f", tmp_path / "cluster.yaml", "-f",
+               tmp_path / "workload.yaml")
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    assert out["summary"] == {"pods": 16, "scheduled": 16, "unschedulable": 0}
+    assert [x["node"] for x in out["pods"]] == ["node-00000"] * 8 + ["node-00001"] * 8
+    devices = [d.split("=")[1] for x in out["pods"] for d in x["devices"]]
+    assert len(set(devices)) == 16
