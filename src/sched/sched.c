@@ -18,6 +18,7 @@ struct sched {
     json_t *templates; /* "ns/name" -> ResourceClaimTemplate */
     json_t *pods;      /* pending Pods in input order */
     json_t *nodes;     /* Node names */
+    json_t *bound;     /* "ns/name" -> the node a claim was allocated for in this run */
 };
 
 int sched_new(const struct dalloc_gates *gates, struct sched **ret)
@@ -33,7 +34,9 @@ int sched_new(const struct dalloc_gates *gates, struct sched **ret)
     s->templates = json_object();
     s->pods = json_array();
     s->nodes = json_array();
-    if (!s->state || !s->claims || !s->order || !s->templates || !s->pods || !s->nodes) {
+    s->bound = json_object();
+    if (!s->state || !s->claims || !s->order || !s->templates || !s->pods || !s->nodes ||
+        !s->bound) {
         sched_free(s);
         return -ENOMEM;
     }
@@ -51,6 +54,7 @@ struct sched *sched_free(struct sched *s)
     json_decref(s->templates);
     json_decref(s->pods);
     json_decref(s->nodes);
+    json_decref(s->bound);
     free(s);
     return NULL;
 }
@@ -131,8 +135,9 @@ static bool allocated(json_t *claim)
     return json_object_get(json_object_get(claim, "status"), "allocation") != NULL;
 }
 
-/* The pod's pending claims, generated from templates or named; -ENOENT with d for unknown ones. */
-static int pod_claims(struct sched *s, json_t *pod, struct diag *d, json_t *out)
+/* The pod's pending claims, generated from templates or named; -ENOENT with d for unknown ones.
+ * *pin: the node a named claim was allocated for earlier in this run (the pod must go there). */
+static int pod_claims(struct sched *s, json_t *pod, struct diag *d, json_t *out, const char **pin)
 {
     const char *ns = str_at(pod, "metadata", "namespace");
     const char *pname = str_at(pod, "metadata", "name");
@@ -158,7 +163,14 @@ static int pod_claims(struct sched *s, json_t *pod, struct diag *d, json_t *out)
             if (!c)
                 return diag_fail(d, -ENOENT, "Pod %s/%s: ResourceClaim %s not found", ns, pname,
                                  key);
-            if (!allocated(c) && json_array_append(out, c) < 0)
+            if (allocated(c)) {
+                const char *b = json_string_value(json_object_get(s->bound, key));
+
+                if (b)
+                    *pin = b;
+                continue;
+            }
+            if (json_array_append(out, c) < 0)
                 return -ENOMEM;
             continue;
         }
@@ -330,7 +342,7 @@ static int sched_pod(struct sched *s, json_t *pod, const char **names, size_t nn
     _cleanup_json_ json_t *mine = json_array();
     _cleanup_json_ json_t *reasons = json_object();
     _cleanup_json_ json_t *best = NULL;
-    const char *best_node = NULL;
+    const char *best_node = NULL, *pin = NULL;
     long best_score = 0;
     char key[512];
     double t;
@@ -338,11 +350,21 @@ static int sched_pod(struct sched *s, json_t *pod, const char **names, size_t nn
 
     if (!mine || !reasons)
         return -ENOMEM;
-    if ((r = pod_claims(s, pod, d, mine)) < 0)
+    if ((r = pod_claims(s, pod, d, mine, &pin)) < 0)
         return r;
     for (size_t i = 0; i < nn; i++) {
         json_t *got = NULL;
         struct diag nd;
+
+        if (pin && strcmp(pin, names[i]) != 0) {
+            static const char PINNED[] = "a claim of the pod is allocated for another node";
+            json_t *n = json_object_get(reasons, PINNED);
+
+            if (json_object_set_new(reasons, PINNED,
+                                    json_integer(n ? json_integer_value(n) + 1 : 1)) < 0)
+                return -ENOMEM;
+            continue;
+        }
 
         diag_init(&nd);
         t = now_s();
@@ -393,7 +415,8 @@ static int sched_pod(struct sched *s, json_t *pod, const char **names, size_t nn
             return -EINVAL;
         if (!json_object_get(s->claims, ck) && json_array_append_new(s->order, json_string(ck)) < 0)
             return -ENOMEM;
-        if (json_object_set(s->claims, ck, c) < 0)
+        if (json_object_set(s->claims, ck, c) < 0 ||
+            json_object_set_new(s->bound, ck, json_string(best_node)) < 0)
             return -ENOMEM;
     }
     st->commit_s += now_s() - t;

@@ -75,6 +75,13 @@ static const struct tcase CASES[] = {
     {"a bound pod is not scheduled",
      CLASSES NODE("n1") "kind: Pod\nmetadata: {name: p0}\nspec: {nodeName: n1}\n---\n", 0, "",
      NULL},
+    {"a shared claim pins later pods to its node",
+     CLASSES NODE("n1") NODE("n2") SLICE("n1", "a", "[{name: d}]") SLICE("n2", "a", "[{name: d}]")
+         TMPL("t", ONE_A) "kind: ResourceClaim\nmetadata: {name: c1, namespace: default}\n"
+                          "spec: {devices: {requests: " ONE_A "}}\n---\n" POD("p0", USE("t"))
+                              POD("p1", "[{name: g, resourceClaimName: c1}]")
+                                  POD("p2", "[{name: g, resourceClaimName: c1}]"),
+     0, "p0=n1 p1=n2 p2=n2", NULL},
     {"an allNodes slice is seen from every node, its device used once",
      CLASSES NODE("n1")
          NODE("n2") "kind: ResourceSlice\nmetadata: {name: net}\nspec: {driver: a, pool: {name: "
