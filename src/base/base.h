@@ -10,3 +10,4 @@
 #include "base-macro.h"
 #include "base-strbuf.h"
 #include "base-vec.h"
+#include "base-yaml.h"

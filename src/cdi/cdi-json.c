@@ -191,115 +191,6 @@ int cdi_spec_to_json(const struct cdi_spec *spec, struct diag *d, json_t **ret)
     return 0;
 }
 
-/* The spec nests at most 5 levels; anything deeper is a bug, not input. */
-#define YAML_MAX_DEPTH 16
-
-static int yaml_node(struct strbuf *sb, const json_t *v, int indent, int depth);
-
-static int yaml_scalar(struct strbuf *sb, const json_t *v)
-{
-    switch (json_typeof(v)) {
-    case JSON_STRING:
-        return strbuf_add_json_string(sb, json_string_value(v));
-    case JSON_INTEGER:
-        return strbuf_addf(sb, "%lld", (long long)json_integer_value(v));
-    case JSON_TRUE:
-        return strbuf_addstr(sb, "true");
-    case JSON_FALSE:
-        return strbuf_addstr(sb, "false");
-    case JSON_OBJECT:
-        return strbuf_addstr(sb, "{}");
-    case JSON_ARRAY:
-        return strbuf_addstr(sb, "[]");
-    default:
-        return strbuf_addstr(sb, "null");
-    }
-}
-
-static bool is_block(const json_t *v)
-{
-    return (json_is_object(v) && json_object_size(v) > 0) ||
-           (json_is_array(v) && json_array_size(v) > 0);
-}
-
-static bool plain_key(const char *k)
-{
-    if (!cdi_is_alpha(k[0]))
-        return false;
-    for (const char *p = k; *p; p++)
-        if (!cdi_is_alnum(*p))
-            return false;
-    return true;
-}
-
-/* The value after "key:" or "-": inline when a scalar, else on the next lines. */
-static int yaml_child(struct strbuf *sb, const json_t *v, int indent, int depth)
-{
-    int r;
-    if (!is_block(v)) {
-        r = strbuf_addch(sb, ' ');
-        if (r >= 0)
-            r = yaml_scalar(sb, v);
-        return r < 0 ? r : strbuf_addch(sb, '\n');
-    }
-    r = strbuf_addch(sb, '\n');
-    return r < 0 ? r : yaml_node(sb, v, indent, depth + 1);
-}
-
-static int yaml_object(struct strbuf *sb, const json_t *obj, int indent, int depth)
-{
-    const char *key;
-    json_t *v;
-    int r = 0;
-    json_object_foreach((json_t *)obj, key, v)
-    {
-        r = strbuf_addf(sb, "%*s", indent, "");
-        if (r >= 0)
-            r = plain_key(key) ? strbuf_addstr(sb, key) : strbuf_add_json_string(sb, key);
-        if (r >= 0)
-            r = strbuf_addch(sb, ':');
-        if (r >= 0)
-            r = yaml_child(sb, v, indent + 2, depth);
-        if (r < 0)
-            return r;
-    }
-    return 0;
-}
-
-static int yaml_array(struct strbuf *sb, const json_t *arr, int indent, int depth)
-{
-    size_t i;
-    json_t *v;
-    json_array_foreach(arr, i, v)
-    {
-        int r = strbuf_addf(sb, "%*s-", indent, "");
-        if (r >= 0 && json_is_object(v) && json_object_size(v) > 0) {
-            /* "- key: value" with the other keys aligned under the first. */
-            _cleanup_strbuf_ struct strbuf item = STRBUF_INIT;
-            r = yaml_object(&item, v, indent + 2, depth + 1);
-            if (r >= 0)
-                r = strbuf_addf(sb, " %s", strbuf_str(&item) + indent + 2);
-        } else if (r >= 0) {
-            r = yaml_child(sb, v, indent + 2, depth);
-        }
-        if (r < 0)
-            return r;
-    }
-    return 0;
-}
-
-static int yaml_node(struct strbuf *sb, const json_t *v, int indent, int depth)
-{
-    if (depth > YAML_MAX_DEPTH)
-        return -ELOOP;
-    if (json_is_object(v))
-        return yaml_object(sb, v, indent, depth);
-    if (json_is_array(v))
-        return yaml_array(sb, v, indent, depth);
-    int r = yaml_scalar(sb, v);
-    return r < 0 ? r : strbuf_addch(sb, '\n');
-}
-
 static int dump_json(const json_t *doc, struct strbuf *sb)
 {
     char *text = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
@@ -321,7 +212,7 @@ int cdi_spec_format(const struct cdi_spec *spec, enum cdi_format format, struct 
     if (format == CDI_FORMAT_YAML)
         r = strbuf_addstr(&sb, "---\n");
     if (r >= 0)
-        r = format == CDI_FORMAT_YAML ? yaml_node(&sb, doc, 0, 0) : dump_json(doc, &sb);
+        r = format == CDI_FORMAT_YAML ? yaml_emit(&sb, doc) : dump_json(doc, &sb);
     if (r < 0)
         return diag_fail(d, r, "CDI spec %s: cannot format it: %s", spec->kind, strerror(-r));
     size_t len;

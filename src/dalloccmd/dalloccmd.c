@@ -166,7 +166,7 @@ static int print_list(json_t *items, bool as_json)
         free(s);
         return 0;
     }
-    if (dalloccmd_yaml(&sb, list) < 0)
+    if (yaml_emit(&sb, list) < 0)
         return -ENOMEM;
     fputs(strbuf_str(&sb), stdout);
     return 0;

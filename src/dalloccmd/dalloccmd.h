@@ -12,6 +12,3 @@
 /* argv[0] is "allocate". Returns the exit code: 0 allocated (claims printed), 1 no solution, 2 an
  * error (bad usage, invalid input, unknown class, CEL compile or runtime error). */
 int dalloccmd_main(int argc, char **argv);
-
-/* Appends v as block-style YAML. 0, -ENOMEM, -ELOOP when nested too deeply. */
-_wur_ int dalloccmd_yaml(struct strbuf *sb, const json_t *v);

@@ -220,7 +220,7 @@ static int print_result(json_t *res, const struct sched_stats *st, enum fmt fmt)
         free(s);
         return 0;
     }
-    if (dalloccmd_yaml(&sb, doc) < 0)
+    if (yaml_emit(&sb, doc) < 0)
         return -ENOMEM;
     fputs(strbuf_str(&sb), stdout);
     return 0;

@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * A small block-style YAML emitter for jansson values (the allocate command's -o yaml). Strings are
- * written as JSON strings (valid YAML double-quoted scalars) so no value can change type on the way
- * back in; keys made of name characters are written plain. Nesting is capped.
+ * A small block-style YAML emitter for jansson values, for the commands that print YAML (CDI specs,
+ * allocation results). Strings are written as JSON strings (valid YAML double-quoted scalars) so no
+ * value can change type on the way back in; keys made of name characters are written plain. Nesting
+ * is capped.
  */
 #include <errno.h>
 #include <stdbool.h>
 
-#include "dalloccmd.h"
+#include "base-strbuf.h"
+#include "base-yaml.h"
 
 #define YAML_MAX_DEPTH 64
 
@@ -41,13 +43,14 @@ static bool is_block(const json_t *v)
            (json_is_array(v) && json_array_size(v) > 0);
 }
 
+/* Keys of letters and digits go out plain; anything else (dots, slashes: "example.com/k") is
+ * quoted, so no YAML reader can take a key for something else. */
 static bool plain_key(const char *k)
 {
     if (!((*k >= 'a' && *k <= 'z') || (*k >= 'A' && *k <= 'Z')))
         return false;
     for (const char *p = k; *p; p++)
-        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
-              *p == '.' || *p == '/' || *p == '-' || *p == '_'))
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9')))
             return false;
     return true;
 }
@@ -124,7 +127,7 @@ static int yaml_node(struct strbuf *sb, const json_t *v, int indent, int depth)
     return r < 0 ? r : strbuf_addch(sb, '\n');
 }
 
-int dalloccmd_yaml(struct strbuf *sb, const json_t *v)
+int yaml_emit(struct strbuf *sb, const json_t *v)
 {
     return yaml_node(sb, v, 0, 0);
 }
