@@ -189,12 +189,10 @@ struct dalloc {
     struct vec pools;      /* struct dalloc_pool * sorted by (driver, name) */
     struct vec candidates; /* struct dalloc_device *: usable pools' devices in search order */
     bool saw_invalid;
-    struct cel_env *env;
-    struct cel_cache *cache;
-    struct cel_evaluator *ev;
-    struct cel_activation *act;
-    int device_var;
-    struct cel_region region;
+    struct dalloc_cel *cel;   /* borrowed from dalloc_set_cel, or made by the first run */
+    struct cel_region region; /* the devices' CEL values */
+    bool prepared;            /* pools gathered, selectors ready, allocated claims marked */
+    size_t n_pending;
     /* where the search failed deepest, for the no-solution message */
     size_t fail_claim, fail_request;
     bool failed_any;
@@ -252,6 +250,8 @@ bool dalloc_tolerated(const struct dalloc_device *dev, const struct dalloc_exact
 
 /* dalloc-search.c: 0 found, 1 no solution, <0 error. */
 _wur_ int dalloc_search(struct dalloc *a, struct diag *d);
+/* Drops the picks of a->claims[first..] (a search's outcome), giving back what they hold. */
+void dalloc_search_undo(struct dalloc *a, size_t first);
 
 /* dalloc-result.c: the pending claims with status.allocation from their picks. */
 _wur_ int dalloc_result(struct dalloc *a, struct diag *d, json_t **ret);

@@ -323,6 +323,8 @@ int dalloc_search(struct dalloc *a, struct diag *d)
     struct search s = {a, &pending, d};
     int r = 0;
 
+    a->steps = 0;
+    a->failed_any = false;
     vec_init(&pending, sizeof(struct dalloc_claim *), DALLOC_MAX_CLAIMS);
     for (size_t i = 0; i < a->claims.len && r >= 0; i++) {
         struct dalloc_claim *c = *VEC_AT(&a->claims, struct dalloc_claim *, i);
@@ -342,4 +344,15 @@ int dalloc_search(struct dalloc *a, struct diag *d)
     if (r < 0)
         return r;
     return r == 1 ? 0 : 1;
+}
+
+void dalloc_search_undo(struct dalloc *a, size_t first)
+{
+    for (size_t i = first; i < a->claims.len; i++) {
+        struct dalloc_claim *c = *VEC_AT(&a->claims, struct dalloc_claim *, i);
+        while (c->n_picks > 0) {
+            const struct dalloc_pick *p = &c->picks[c->n_picks - 1];
+            unpick(c, c->requests[p->request].subs[p->sub].admin);
+        }
+    }
 }

@@ -13,27 +13,74 @@
 
 #include "dalloc-model.h"
 
+/* What evaluating selectors needs, independent of any node: one environment, one program cache
+ * (each distinct expression compiled once), an evaluator and the `device` activation. */
+struct dalloc_cel {
+    unsigned refs;
+    struct cel_env *env;
+    struct cel_cache *cache;
+    struct cel_evaluator *ev;
+    struct cel_activation *act;
+    int device_var;
+};
+
+int dalloc_cel_new(struct dalloc_cel **ret)
+{
+    struct dalloc_cel *c = calloc(1, sizeof(*c));
+    int r;
+
+    if (!c)
+        return -ENOMEM;
+    c->refs = 1;
+    if ((r = cel_env_new_dra(&c->env)) < 0)
+        goto fail;
+    cel_env_require_bool(c->env, true);
+    if ((r = cel_cache_new(c->env, 1024, &c->cache)) < 0 || (r = cel_evaluator_new(&c->ev)) < 0 ||
+        (r = cel_activation_new(c->env, &c->act)) < 0)
+        goto fail;
+    c->device_var = cel_env_var_index(c->env, "device");
+    if ((r = c->device_var) < 0)
+        goto fail;
+    *ret = c;
+    return 0;
+fail:
+    c->refs = 1;
+    dalloc_cel_unref(c);
+    return r;
+}
+
+struct dalloc_cel *dalloc_cel_unref(struct dalloc_cel *c)
+{
+    if (!c || --c->refs > 0)
+        return NULL;
+    cel_activation_free(c->act);
+    cel_evaluator_free(c->ev);
+    cel_cache_free(c->cache);
+    cel_env_free(c->env);
+    free(c);
+    return NULL;
+}
+
+void dalloc_set_cel(struct dalloc *a, struct dalloc_cel *c)
+{
+    c->refs++;
+    dalloc_cel_unref(a->cel);
+    a->cel = c;
+}
+
 int dalloc_select_init(struct dalloc *a, struct diag *d)
 {
     int r;
 
     cel_region_init(&a->region, 0);
-    if ((r = cel_env_new_dra(&a->env)) < 0)
+    if (!a->cel && (r = dalloc_cel_new(&a->cel)) < 0)
         return diag_fail(d, r, "CEL environment: %s", strerror(-r));
-    cel_env_require_bool(a->env, true);
-    if ((r = cel_cache_new(a->env, 1024, &a->cache)) < 0 || (r = cel_evaluator_new(&a->ev)) < 0 ||
-        (r = cel_activation_new(a->env, &a->act)) < 0)
-        return r;
-    a->device_var = cel_env_var_index(a->env, "device");
-    return a->device_var < 0 ? a->device_var : 0;
+    return 0;
 }
 
 void dalloc_select_release(struct dalloc *a)
 {
-    a->act = cel_activation_free(a->act);
-    a->ev = cel_evaluator_free(a->ev);
-    a->cache = cel_cache_free(a->cache);
-    a->env = cel_env_free(a->env);
+    a->cel = dalloc_cel_unref(a->cel);
     cel_region_release(&a->region);
 }
 
@@ -70,11 +117,11 @@ static int eval_one(struct dalloc *a, const char *who, size_t idx, const char *e
     int r;
 
     diag_init(&cd);
-    r = cel_cache_get(a->cache, expr, strlen(expr), &p, &cd);
+    r = cel_cache_get(a->cel->cache, expr, strlen(expr), &p, &cd);
     if (r < 0)
         return diag_fail(d, r == -ENOMEM ? r : -EDOM, "%s: selector #%zu: CEL compile error: %s",
                          who, idx, cd.msg);
-    v = cel_eval(a->ev, p, a->act, NULL);
+    v = cel_eval(a->cel->ev, p, a->cel->act, NULL);
     if (v.kind == CEL_ERROR)
         return diag_fail(d, -EDOM, "%s: selector #%zu: CEL runtime error: %s", who, idx,
                          v.err->msg);
@@ -121,7 +168,7 @@ int dalloc_selectable(struct dalloc *a, const struct dalloc_claim *c, struct dal
     }
     if ((r = device_value(a, dev, d)) < 0)
         return r;
-    cel_activation_set(a->act, a->device_var, dev->value);
+    cel_activation_set(a->cel->act, a->cel->device_var, dev->value);
     r = eval_all(a, c, e, d);
     if (r < 0)
         return r;

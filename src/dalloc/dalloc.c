@@ -205,8 +205,10 @@ static int add_one(struct dalloc *a, json_t *obj, unsigned depth, struct diag *d
     return diag_fail(d, -EINVAL, "unsupported kind %s", kind);
 }
 
-int dalloc_add(struct dalloc *a, json_t *obj, struct diag *d)
+/* Adds obj to the kept documents and decodes it; counts the pending claims it brought. */
+static int add_kept(struct dalloc *a, json_t *obj, struct diag *d)
 {
+    size_t before = a->claims.len;
     int r;
 
     json_incref(obj);
@@ -214,7 +216,17 @@ int dalloc_add(struct dalloc *a, json_t *obj, struct diag *d)
         json_decref(obj);
         return r;
     }
-    return add_one(a, obj, 0, d);
+    r = add_one(a, obj, 0, d);
+    for (size_t i = before; i < a->claims.len; i++)
+        a->n_pending += !(*VEC_AT(&a->claims, struct dalloc_claim *, i))->allocation;
+    return r;
+}
+
+int dalloc_add(struct dalloc *a, json_t *obj, struct diag *d)
+{
+    if (a->prepared)
+        return diag_fail(d, -EBUSY, "objects must be added before the first allocation");
+    return add_kept(a, obj, d);
 }
 
 static struct dalloc_class *class_find(const struct dalloc *a, const char *name)
@@ -297,11 +309,11 @@ static void mark_device(struct dalloc_device *dev, const json_t *result)
     }
 }
 
-/* The devices of the already-allocated claims' non-admin results are in use and hold their
- * counters (also devices of the pool's slices for other nodes). */
-static void mark_allocated(struct dalloc *a, const struct dalloc_claim *c)
+/* The devices of an allocation's non-admin results are in use and hold their counters (also
+ * devices of the pool's slices for other nodes). */
+static void mark_allocated(struct dalloc *a, const json_t *allocation)
 {
-    json_t *res = json_object_get(json_object_get(c->allocation, "devices"), "results"), *r;
+    json_t *res = json_object_get(json_object_get(allocation, "devices"), "results"), *r;
     size_t i;
 
     json_array_foreach(res, i, r)
@@ -322,24 +334,110 @@ static void mark_allocated(struct dalloc *a, const struct dalloc_claim *c)
     }
 }
 
-int dalloc_run(struct dalloc *a, struct diag *d, json_t **ret)
+/* What every allocation on this node shares: the pools, the CEL machinery and the devices the
+ * allocated claims hold. Built once. */
+static int prepare(struct dalloc *a, struct diag *d)
 {
     int r;
 
-    for (size_t i = 0; i < a->claims.len; i++) {
-        struct dalloc_claim *c = *VEC_AT(&a->claims, struct dalloc_claim *, i);
-        if (!c->allocation && (r = resolve_classes(a, c, d)) < 0)
-            return r;
-    }
+    if (a->prepared)
+        return 0;
     if ((r = dalloc_pools_gather(a, d)) < 0 || (r = dalloc_select_init(a, d)) < 0)
         return r;
     for (size_t i = 0; i < a->claims.len; i++) {
         struct dalloc_claim *c = *VEC_AT(&a->claims, struct dalloc_claim *, i);
         if (c->allocation)
-            mark_allocated(a, c);
+            mark_allocated(a, c->allocation);
     }
+    a->prepared = true;
+    return 0;
+}
+
+/* Resolves the classes of the pending claims a->claims[first..]. */
+static int resolve_pending(struct dalloc *a, size_t first, struct diag *d)
+{
+    int r;
+
+    for (size_t i = first; i < a->claims.len; i++) {
+        struct dalloc_claim *c = *VEC_AT(&a->claims, struct dalloc_claim *, i);
+        if (!c->allocation && (r = resolve_classes(a, c, d)) < 0)
+            return r;
+    }
+    return 0;
+}
+
+int dalloc_run(struct dalloc *a, struct diag *d, json_t **ret)
+{
+    int r;
+
+    if ((r = resolve_pending(a, 0, d)) < 0 || (r = prepare(a, d)) < 0)
+        return r;
     r = dalloc_search(a, d);
     if (r != 0)
         return r;
     return dalloc_result(a, d, ret);
+}
+
+/* Forgets a->claims[claims..] and a->objs[objs..]: what a dalloc_try brought. */
+static void drop_since(struct dalloc *a, size_t claims, size_t objs)
+{
+    for (size_t i = claims; i < a->claims.len; i++)
+        dalloc_claim_free(*VEC_AT(&a->claims, struct dalloc_claim *, i));
+    for (size_t i = objs; i < a->objs.len; i++)
+        json_decref(*VEC_AT(&a->objs, json_t *, i));
+    a->claims.len = claims;
+    a->objs.len = objs;
+}
+
+int dalloc_try(struct dalloc *a, json_t *claims, struct diag *d, json_t **ret)
+{
+    size_t first = a->claims.len, objs = a->objs.len, i;
+    json_t *c;
+    int r = 0;
+
+    if (a->n_pending)
+        return diag_fail(d, -EINVAL, "pending claims were added to the allocator");
+    json_array_foreach(claims, i, c)
+    {
+        const char *kind = json_string_value(json_object_get(c, "kind"));
+        if (!kind || strcmp(kind, "ResourceClaim") != 0) {
+            r = diag_fail(d, -EINVAL, "only ResourceClaims can be allocated");
+            break;
+        }
+        if ((r = add_kept(a, c, d)) < 0)
+            break;
+    }
+    a->n_pending = 0;
+    for (i = first; r >= 0 && i < a->claims.len; i++)
+        if ((*VEC_AT(&a->claims, struct dalloc_claim *, i))->allocation)
+            r = diag_fail(d, -EINVAL, "claim %s/%s is allocated already",
+                          (*VEC_AT(&a->claims, struct dalloc_claim *, i))->ns,
+                          (*VEC_AT(&a->claims, struct dalloc_claim *, i))->name);
+    if (r >= 0 && (r = resolve_pending(a, first, d)) >= 0 && (r = prepare(a, d)) >= 0) {
+        r = dalloc_search(a, d);
+        if (r == 0)
+            r = dalloc_result(a, d, ret);
+        dalloc_search_undo(a, first);
+    }
+    drop_since(a, first, objs);
+    return r;
+}
+
+int dalloc_commit(struct dalloc *a, json_t *claims, struct diag *d)
+{
+    json_t *c;
+    size_t i;
+    int r;
+
+    if ((r = prepare(a, d)) < 0)
+        return r;
+    json_array_foreach(claims, i, c)
+    {
+        json_t *alloc = json_object_get(json_object_get(c, "status"), "allocation");
+        if (!json_is_object(alloc))
+            return diag_fail(d, -EINVAL, "a committed claim needs status.allocation");
+    }
+    json_array_foreach(claims, i, c)
+        mark_allocated(a, json_object_get(json_object_get(c, "status"), "allocation"));
+    return 0;
 }

@@ -53,6 +53,17 @@ _wur_ int dalloc_new(const char *node, const struct dalloc_gates *gates, struct 
 struct dalloc *dalloc_free(struct dalloc *a);
 DEFINE_POINTER_CLEANUP(struct dalloc, dalloc_free)
 
+/*
+ * The CEL machinery (environment, compiled-selector cache, evaluator), which allocators of one
+ * thread may share so that each selector is compiled once for all of them: dalloc_set_cel takes a
+ * reference, the allocator drops it when freed. Without one an allocator makes its own.
+ */
+struct dalloc_cel;
+_wur_ int dalloc_cel_new(struct dalloc_cel **ret);
+struct dalloc_cel *dalloc_cel_unref(struct dalloc_cel *c);
+DEFINE_POINTER_CLEANUP(struct dalloc_cel, dalloc_cel_unref)
+void dalloc_set_cel(struct dalloc *a, struct dalloc_cel *c);
+
 /* The step budget (0: DALLOC_DEFAULT_BUDGET). */
 void dalloc_set_budget(struct dalloc *a, uint64_t steps);
 
@@ -77,3 +88,21 @@ _wur_ int dalloc_add(struct dalloc *a, json_t *obj, struct diag *d);
  * -ENOTSUP (fractional consumable capacity), -ENOMEM, with d, for errors.
  */
 _wur_ int dalloc_run(struct dalloc *a, struct diag *d, json_t **ret);
+
+/*
+ * Incremental use, for a scheduler trying pod after pod on one node: add the node's state (slices,
+ * classes, the Node, Namespaces, allocated claims) once, then dalloc_try and dalloc_commit any
+ * number of times. Pools, compiled selectors and device values are built on the first call and
+ * kept; dalloc_add is refused after that (-EBUSY).
+ *
+ * dalloc_try allocates the pending ResourceClaims of the array `claims` (borrowed) together, as
+ * dalloc_run would, without changing the allocator's state: same returns as dalloc_run. Pending
+ * claims added with dalloc_add are not allowed alongside (-EINVAL).
+ *
+ * dalloc_commit makes the devices of allocated claims (an array of ResourceClaims with
+ * status.allocation, such as dalloc_try returned, possibly from another node's allocator) in use;
+ * results naming devices this node does not see are skipped. -EINVAL for a claim without
+ * status.allocation.
+ */
+_wur_ int dalloc_try(struct dalloc *a, json_t *claims, struct diag *d, json_t **ret);
+_wur_ int dalloc_commit(struct dalloc *a, json_t *claims, struct diag *d);
