@@ -1,5 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The DRA scheduling simulator: see sched.h. */
+/*
+ * The DRA scheduling simulator: see sched.h.
+ *
+ * Speed comes from three things. Every node keeps its own allocator (dalloc_try/dalloc_commit)
+ * holding only what the node sees: its ResourceSlices, the slices not bound to one node, the
+ * classes and the allocated claims, so pools are gathered and selectors compiled once per node,
+ * not once per attempt. Each node remembers the outcome of its last evaluation with the pod's
+ * "shape" (its pending claims' namespaces and specs) and the node's state version: pods of the same
+ * shape reuse it until a commit changes the node. A commit on devices of a pool bound to one node
+ * changes only that node; a commit on a pool visible to several nodes changes them all.
+ */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,19 +17,7 @@
 #include <time.h>
 
 #include "base-doc.h"
-#include "sched.h"
-
-struct sched {
-    struct dalloc_gates gates;
-    uint64_t budget;
-    json_t *state;     /* slices, classes, nodes, namespaces: added to every allocator */
-    json_t *claims;    /* "ns/name" -> ResourceClaim (pending or allocated) */
-    json_t *order;     /* claim keys in input order */
-    json_t *templates; /* "ns/name" -> ResourceClaimTemplate */
-    json_t *pods;      /* pending Pods in input order */
-    json_t *nodes;     /* Node names */
-    json_t *bound;     /* "ns/name" -> the node a claim was allocated for in this run */
-};
+#include "sched-internal.h"
 
 int sched_new(const struct dalloc_gates *gates, struct sched **ret)
 {
@@ -28,15 +26,22 @@ int sched_new(const struct dalloc_gates *gates, struct sched **ret)
     if (!s)
         return -ENOMEM;
     s->gates = *gates;
-    s->state = json_array();
+    s->common = json_array();
+    s->slices = json_array();
     s->claims = json_object();
-    s->order = json_array();
     s->templates = json_object();
     s->pods = json_array();
-    s->nodes = json_array();
+    s->node_objs = json_array();
     s->bound = json_object();
-    if (!s->state || !s->claims || !s->order || !s->templates || !s->pods || !s->nodes ||
-        !s->bound) {
+    s->node_index = json_object();
+    s->pool_owner = json_object();
+    s->shared_claims = json_array();
+    s->shapes = json_object();
+    s->reasons = json_array();
+    s->reason_ids = json_object();
+    if (!s->common || !s->slices || !s->claims || !s->templates || !s->pods || !s->node_objs ||
+        !s->bound || !s->node_index || !s->pool_owner || !s->shared_claims || !s->shapes ||
+        !s->reasons || !s->reason_ids) {
         sched_free(s);
         return -ENOMEM;
     }
@@ -48,13 +53,22 @@ struct sched *sched_free(struct sched *s)
 {
     if (!s)
         return NULL;
-    json_decref(s->state);
+    sched_nodes_free(s);
+    dalloc_cel_unref(s->cel);
+    json_decref(s->common);
+    json_decref(s->slices);
     json_decref(s->claims);
-    json_decref(s->order);
     json_decref(s->templates);
     json_decref(s->pods);
-    json_decref(s->nodes);
+    json_decref(s->node_objs);
     json_decref(s->bound);
+    json_decref(s->node_index);
+    json_decref(s->pool_owner);
+    json_decref(s->shared_claims);
+    json_decref(s->shapes);
+    json_decref(s->last_shape);
+    json_decref(s->reasons);
+    json_decref(s->reason_ids);
     free(s);
     return NULL;
 }
@@ -64,25 +78,9 @@ void sched_set_budget(struct sched *s, uint64_t steps)
     s->budget = steps;
 }
 
-static const char *str_at(json_t *o, const char *a, const char *b)
+static int add_claim(struct sched *s, json_t *obj, const char *key)
 {
-    json_t *v = json_object_get(o, a);
-
-    if (b)
-        v = json_object_get(v, b);
-    return json_string_value(v);
-}
-
-static int key_of(json_t *obj, char *buf, size_t n)
-{
-    const char *ns = str_at(obj, "metadata", "namespace");
-    const char *name = str_at(obj, "metadata", "name");
-
-    if (!name)
-        return -EINVAL;
-    if ((size_t)snprintf(buf, n, "%s/%s", ns ? ns : "default", name) >= n)
-        return -ENAMETOOLONG;
-    return 0;
+    return json_object_set(s->claims, key, obj) < 0 ? -ENOMEM : 0;
 }
 
 int sched_add(struct sched *s, json_t *obj, struct diag *d)
@@ -111,28 +109,18 @@ int sched_add(struct sched *s, json_t *obj, struct diag *d)
             return 0; /* bound already; its claims are in the cluster state */
         return json_array_append(s->pods, obj) < 0 ? -ENOMEM : 0;
     }
-    if (strcmp(kind, "ResourceClaim") == 0) {
-        if (!json_object_get(s->claims, key) &&
-            json_array_append_new(s->order, json_string(key)) < 0)
-            return -ENOMEM;
-        return json_object_set(s->claims, key, obj) < 0 ? -ENOMEM : 0;
-    }
+    if (strcmp(kind, "ResourceClaim") == 0)
+        return add_claim(s, obj, key);
     if (strcmp(kind, "ResourceClaimTemplate") == 0)
         return json_object_set(s->templates, key, obj) < 0 ? -ENOMEM : 0;
     if (strcmp(kind, "Node") == 0) {
-        const char *name = str_at(obj, "metadata", "name");
-
-        if (!name)
+        if (!str_at(obj, "metadata", "name"))
             return diag_fail(d, -EINVAL, "Node: metadata.name is required");
-        if (json_array_append_new(s->nodes, json_string(name)) < 0)
-            return -ENOMEM;
+        return json_array_append(s->node_objs, obj) < 0 ? -ENOMEM : 0;
     }
-    return json_array_append(s->state, obj) < 0 ? -ENOMEM : 0;
-}
-
-static bool allocated(json_t *claim)
-{
-    return json_object_get(json_object_get(claim, "status"), "allocation") != NULL;
+    if (strcmp(kind, "ResourceSlice") == 0 && str_at(obj, "spec", "nodeName"))
+        return json_array_append(s->slices, obj) < 0 ? -ENOMEM : 0;
+    return json_array_append(s->common, obj) < 0 ? -ENOMEM : 0;
 }
 
 /* The pod's pending claims, generated from templates or named; -ENOENT with d for unknown ones.
@@ -189,53 +177,6 @@ static int pod_claims(struct sched *s, json_t *pod, struct diag *d, json_t *out,
     return 0;
 }
 
-/* False for the objects of other nodes: ResourceSlices with another spec.nodeName (never visible
- * to this node) and other Nodes. */
-static bool visible(json_t *obj, const char *node)
-{
-    const char *kind = str_at(obj, "kind", NULL);
-    const char *n;
-
-    if (kind && strcmp(kind, "ResourceSlice") == 0) {
-        n = str_at(obj, "spec", "nodeName");
-        return !n || strcmp(n, node) == 0;
-    }
-    if (kind && strcmp(kind, "Node") == 0) {
-        n = str_at(obj, "metadata", "name");
-        return !n || strcmp(n, node) == 0;
-    }
-    return true;
-}
-
-static int try_node(struct sched *s, const char *node, json_t *mine, struct diag *d, json_t **ret)
-{
-    _cleanup_(dalloc_freep) struct dalloc *a = NULL;
-    json_t *v;
-    const char *k;
-    size_t i;
-    int r;
-
-    if ((r = dalloc_new(node, &s->gates, &a)) < 0)
-        return r;
-    dalloc_set_budget(a, s->budget);
-    json_array_foreach(s->state, i, v)
-    {
-        if (visible(v, node) && (r = dalloc_add(a, v, d)) < 0)
-            return r;
-    }
-    json_object_foreach(s->claims, k, v)
-    {
-        if (allocated(v) && (r = dalloc_add(a, v, d)) < 0)
-            return r;
-    }
-    json_array_foreach(mine, i, v)
-    {
-        if ((r = dalloc_add(a, v, d)) < 0)
-            return r;
-    }
-    return dalloc_run(a, d, ret);
-}
-
 long sched_score(json_t *claims)
 {
     json_t *c, *res, *req;
@@ -289,11 +230,6 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
 static json_t *devices_of(json_t *claims)
 {
     json_t *out = json_array(), *c, *res;
@@ -321,108 +257,199 @@ static json_t *devices_of(json_t *claims)
     return out;
 }
 
-/* Removes " on node NODE" from msg so that reasons count across nodes. */
-static void strip_node(char *msg, const char *node)
+/* The id of the pod's shape: what decides its outcome on a node — its pending claims' namespaces
+ * and specs (claim names only name the results). Consecutive pods mostly share one, so the last
+ * is compared first. */
+static int shape_id(struct sched *s, json_t *mine, size_t *ret)
 {
-    char pat[300];
-    char *p;
-    size_t n;
+    _cleanup_json_ json_t *key = json_array();
+    _cleanup_free_ char *text = NULL;
+    json_t *c, *id;
+    size_t i;
 
-    if ((size_t)snprintf(pat, sizeof(pat), " on node %s", node) >= sizeof(pat))
-        return;
-    n = strlen(pat);
-    while ((p = strstr(msg, pat)) && (p[n] == '\0' || p[n] == ';' || p[n] == ',' || p[n] == ' '))
-        memmove(p, p + n, strlen(p + n) + 1);
+    if (!key)
+        return -ENOMEM;
+    json_array_foreach(mine, i, c)
+    {
+        if (json_array_append_new(key, json_pack("[s?O?]", str_at(c, "metadata", "namespace"),
+                                                 json_object_get(c, "spec"))) < 0)
+            return -ENOMEM;
+    }
+    if (s->last_shape && json_equal(key, s->last_shape)) {
+        *ret = s->last_shape_id;
+        return 0;
+    }
+    text = json_dumps(key, JSON_COMPACT | JSON_SORT_KEYS);
+    if (!text)
+        return -ENOMEM;
+    id = json_object_get(s->shapes, text);
+    if (!id) {
+        id = json_integer((json_int_t)json_object_size(s->shapes));
+        if (!id || json_object_set_new(s->shapes, text, id) < 0)
+            return -ENOMEM;
+    }
+    json_decref(s->last_shape);
+    s->last_shape = json_incref(key);
+    *ret = s->last_shape_id = (size_t)json_integer_value(id);
+    return 0;
 }
 
-/* Schedules one pod into *out. */
-static int sched_pod(struct sched *s, json_t *pod, const char **names, size_t nn, struct diag *d,
-                     struct sched_stats *st, json_t **out)
+/* Whether an allocation may be reused for another pod: not when it holds what must be unique
+ * per allocation (a share ID) or a point in time. */
+static bool reusable(json_t *claims)
 {
-    _cleanup_json_ json_t *mine = json_array();
-    _cleanup_json_ json_t *reasons = json_object();
-    _cleanup_json_ json_t *best = NULL;
-    const char *best_node = NULL, *pin = NULL;
-    long best_score = 0;
-    char key[512];
+    json_t *c, *res;
+    size_t i, j;
+
+    json_array_foreach(claims, i, c)
+    {
+        json_t *alloc = json_object_get(json_object_get(c, "status"), "allocation");
+
+        if (json_object_get(alloc, "allocationTimestamp"))
+            return false;
+        json_array_foreach(json_object_get(json_object_get(alloc, "devices"), "results"), j, res)
+        {
+            if (json_object_get(res, "shareID"))
+                return false;
+        }
+    }
+    return true;
+}
+
+/* Evaluates the pod (claims `mine`, shape id) on node sn unless its kept outcome still holds. */
+static int evaluate(struct sched *s, struct snode *sn, json_t *mine, size_t shape, struct diag *d,
+                    struct sched_stats *st)
+{
+    json_t *got = NULL;
+    struct diag nd;
     double t;
     int r;
 
-    if (!mine || !reasons)
-        return -ENOMEM;
-    if ((r = pod_claims(s, pod, d, mine, &pin)) < 0)
+    st->evaluations++;
+    if (sn->shape == shape + 1 && sn->seen_version == sn->version &&
+        sn->seen_global == s->global_version)
+        return 0;
+    diag_init(&nd);
+    t = now_s();
+    r = sched_node_allocator(s, sn, &nd);
+    if (r >= 0)
+        r = dalloc_try(sn->a, mine, &nd, &got);
+    st->filter_s += now_s() - t;
+    st->attempts++;
+    if (r < 0) {
+        *d = nd;
         return r;
-    for (size_t i = 0; i < nn; i++) {
-        json_t *got = NULL;
-        struct diag nd;
-
-        if (pin && strcmp(pin, names[i]) != 0) {
-            static const char PINNED[] = "a claim of the pod is allocated for another node";
-            json_t *n = json_object_get(reasons, PINNED);
-
-            if (json_object_set_new(reasons, PINNED,
-                                    json_integer(n ? json_integer_value(n) + 1 : 1)) < 0)
-                return -ENOMEM;
-            continue;
-        }
-
-        diag_init(&nd);
-        t = now_s();
-        r = try_node(s, names[i], mine, &nd, &got);
-        st->filter_s += now_s() - t;
-        st->attempts++;
-        if (r < 0) {
-            *d = nd;
+    }
+    json_decref(sn->alloc);
+    sn->alloc = NULL;
+    sn->fits = r == 0;
+    if (r == 1) {
+        if ((r = sched_reason_id(s, nd.msg, sn->name, mine, &sn->reason)) < 0)
             return r;
-        }
-        if (r == 1) {
-            json_t *n;
-
-            strip_node(nd.msg, names[i]);
-            n = json_object_get(reasons, nd.msg);
-            if (json_object_set_new(reasons, nd.msg,
-                                    json_integer(n ? json_integer_value(n) + 1 : 1)) < 0)
-                return -ENOMEM;
-            continue;
-        }
+    } else {
         t = now_s();
-        long sc = sched_score(got);
+        sn->score = sched_score(got);
         st->score_s += now_s() - t;
-        if (!best_node || sc > best_score) {
-            json_decref(best);
-            best = got;
-            best_node = names[i];
-            best_score = sc;
-        } else {
-            json_decref(got);
+        sn->alloc = got;
+    }
+    sn->shape = sn->fits && !reusable(got) ? 0 : shape + 1;
+    sn->seen_version = sn->version;
+    sn->seen_global = s->global_version;
+    return 0;
+}
+
+/* The pod's claims with the allocation sn keeps (made for a pod of the same shape). */
+static json_t *allocated_copies(json_t *mine, json_t *alloc)
+{
+    json_t *out = json_array(), *c;
+    size_t i;
+
+    json_array_foreach(mine, i, c)
+    {
+        json_t *from = json_object_get(json_array_get(alloc, i), "status");
+        json_t *copy = json_copy(c);
+        json_t *status = json_copy(json_object_get(c, "status"));
+
+        if (!status)
+            status = json_object();
+        if (!copy || !status ||
+            json_object_set(status, "allocation", json_object_get(from, "allocation")) < 0 ||
+            json_object_set_new(copy, "status", status) < 0 ||
+            json_array_append_new(out, copy) < 0) {
+            json_decref(copy);
+            json_decref(out);
+            return NULL;
         }
     }
+    return out;
+}
+
+static const char PINNED[] = "a claim of the pod is allocated for another node";
+
+/* Tries every node (in name order) for the pod; *best the first of the highest score. */
+static int filter(struct sched *s, json_t *mine, const char *pin, struct diag *d,
+                  struct sched_stats *st, struct snode **best, struct tally **t, size_t *nt)
+{
+    size_t shape, pinned;
+    int r;
+
+    if ((r = shape_id(s, mine, &shape)) < 0 || (r = sched_reason_fixed(s, PINNED, &pinned)) < 0)
+        return r;
+    *best = NULL;
+    for (size_t i = 0; i < s->n_nodes; i++) {
+        struct snode *sn = &s->nodes[i];
+
+        if (pin && strcmp(pin, sn->name) != 0)
+            r = sched_tally_add(t, nt, pinned);
+        else if ((r = evaluate(s, sn, mine, shape, d, st)) < 0)
+            return r;
+        else if (!sn->fits)
+            r = sched_tally_add(t, nt, sn->reason);
+        else if (!*best || sn->score > (*best)->score)
+            *best = sn;
+        if (r < 0)
+            return r;
+    }
+    return 0;
+}
+
+/* Schedules one pod into *out. */
+static int sched_pod(struct sched *s, json_t *pod, struct diag *d, struct sched_stats *st,
+                     json_t **out)
+{
+    _cleanup_json_ json_t *mine = json_array();
+    _cleanup_json_ json_t *claims = NULL;
+    _cleanup_free_ struct tally *t = NULL;
+    struct snode *best;
+    const char *pin = NULL;
+    size_t nt = 0;
+    char key[512];
+    double t0;
+    int r;
+
+    if (!mine)
+        return -ENOMEM;
+    if ((r = pod_claims(s, pod, d, mine, &pin)) < 0 ||
+        (r = filter(s, mine, pin, d, st, &best, &t, &nt)) < 0)
+        return r;
     if (key_of(pod, key, sizeof(key)) < 0)
         return -EINVAL;
-    if (!best_node) {
-        *out = json_pack("{s:s, s:n, s:i, s:[], s:O}", "pod", key, "node", "score", 0, "devices",
-                         "reasons", reasons);
+    if (!best) {
+        *out = json_pack("{s:s, s:n, s:i, s:[], s:o}", "pod", key, "node", "score", 0, "devices",
+                         "reasons", sched_tally_json(s, t, nt, mine));
         return *out ? 0 : -ENOMEM;
     }
-    t = now_s();
-    json_t *c;
-    size_t i;
-    json_array_foreach(best, i, c)
-    {
-        char ck[512];
-
-        if (key_of(c, ck, sizeof(ck)) < 0)
-            return -EINVAL;
-        if (!json_object_get(s->claims, ck) && json_array_append_new(s->order, json_string(ck)) < 0)
-            return -ENOMEM;
-        if (json_object_set(s->claims, ck, c) < 0 ||
-            json_object_set_new(s->bound, ck, json_string(best_node)) < 0)
-            return -ENOMEM;
-    }
-    st->commit_s += now_s() - t;
+    t0 = now_s();
+    claims = allocated_copies(mine, best->alloc);
+    if (!claims)
+        return -ENOMEM;
+    if ((r = sched_commit(s, best, claims, d)) < 0)
+        return r;
+    st->commit_s += now_s() - t0;
     st->scheduled++;
-    *out = json_pack("{s:s, s:s, s:I, s:o, s:O}", "pod", key, "node", best_node, "score",
-                     (json_int_t)best_score, "devices", devices_of(best), "reasons", reasons);
+    *out = json_pack("{s:s, s:s, s:I, s:o, s:o}", "pod", key, "node", best->name, "score",
+                     (json_int_t)best->score, "devices", devices_of(claims), "reasons",
+                     sched_tally_json(s, t, nt, mine));
     return *out ? 0 : -ENOMEM;
 }
 
@@ -431,22 +458,20 @@ int sched_run(struct sched *s, struct diag *d, struct sched_stats *stats,
 {
     _cleanup_json_ json_t *out = json_array();
     struct sched_stats st = {0};
-    size_t nn = json_array_size(s->nodes), i;
-    _cleanup_free_ const char **names = calloc(nn ? nn : 1, sizeof(*names));
     double t0 = now_s();
     json_t *pod;
+    size_t i;
     int r;
 
-    if (!out || !names)
+    if (!out)
         return -ENOMEM;
-    for (i = 0; i < nn; i++)
-        names[i] = json_string_value(json_array_get(s->nodes, i));
-    qsort(names, nn, sizeof(*names), cmp_str);
+    if ((r = sched_nodes_build(s)) < 0)
+        return r;
     json_array_foreach(s->pods, i, pod)
     {
         json_t *one = NULL;
 
-        if ((r = sched_pod(s, pod, names, nn, d, &st, &one)) < 0)
+        if ((r = sched_pod(s, pod, d, &st, &one)) < 0)
             return r;
         if (json_array_append_new(out, one) < 0)
             return -ENOMEM;

@@ -3,10 +3,11 @@
  * A DRA scheduling simulator over the allocator (src/dalloc): Pods (spec.resourceClaims naming
  * ResourceClaims or ResourceClaimTemplates), Nodes, ResourceSlices, DeviceClasses, Namespaces and
  * ResourceClaims in; for each pending pod (no spec.nodeName) in input order: claims generated from
- * templates (named <pod>-<claim>), every Node (by name) tried with a fresh allocator holding the
- * cluster state, the feasible nodes scored (earlier firstAvailable sub-requests score higher),
- * the best taken (ties: the first node by name) and its allocation committed as cluster state for
- * the pods after it. See docs/schedule.md.
+ * templates (named <pod>-<claim>), every Node (by name) tried with the allocator of that node,
+ * the feasible nodes scored (earlier firstAvailable sub-requests score higher), the best taken
+ * (ties: the first node by name) and its allocation committed as cluster state for the pods after
+ * it. An outcome on a node is reused for the next pods with the same claims until the node's
+ * devices change. See docs/schedule.md.
  */
 #pragma once
 
@@ -30,7 +31,9 @@ _wur_ int sched_add(struct sched *s, json_t *obj, struct diag *d);
 
 /* Per-phase times of the last sched_run, in seconds. */
 struct sched_stats {
-    size_t pods, scheduled, attempts;
+    size_t pods, scheduled;
+    size_t evaluations; /* (pod, node) pairs considered */
+    size_t attempts;    /* of those, the ones the allocator ran for (no outcome to reuse) */
     double filter_s, score_s, commit_s, total_s;
 };
 

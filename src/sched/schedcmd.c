@@ -254,10 +254,12 @@ static int run(const struct opts *o)
     json_decref(out);
     if (o->stats)
         fprintf(stderr,
-                "stats: %zu pods in %.6f s (%.1f pods/s); %zu node attempts; filter %.6f s, "
-                "score %.6f s, commit %.6f s\n",
+                "stats: %zu pods in %.6f s (%.1f pods/s); %zu node evaluations, %zu allocator "
+                "runs (%.2f us each); filter %.6f s, score %.6f s, commit %.6f s\n",
                 st.pods, st.total_s, st.total_s > 0 ? (double)st.pods / st.total_s : 0.0,
-                st.attempts, st.filter_s, st.score_s, st.commit_s);
+                st.evaluations, st.attempts,
+                st.attempts ? st.filter_s * 1e6 / (double)st.attempts : 0.0, st.filter_s,
+                st.score_s, st.commit_s);
     ret = st.scheduled == st.pods ? CLI_EXIT_OK : CLI_EXIT_FAILURE;
 out:
     s = sched_free(s);

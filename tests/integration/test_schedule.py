@@ -126,7 +126,7 @@ def test_stats(gp):
     p = run(gp, "--stats", "-o", "json")
     assert p.returncode == 1
     assert "pods/s" in p.stderr and "filter" in p.stderr and "commit" in p.stderr
-    assert "12 node attempts" in p.stderr
+    assert "12 node evaluations, 10 allocator runs" in p.stderr
     json.loads(p.stdout)
 
 
