@@ -129,8 +129,8 @@ static struct snode *claims_owner(struct sched *s, json_t *claims, bool *shared)
             const char *o;
             struct snode *sn;
 
-            if (pool_key(str_at(res, "driver", NULL), str_at(res, "pool", NULL), key,
-                         sizeof(key)) < 0)
+            if (pool_key(str_at(res, "driver", NULL), str_at(res, "pool", NULL), key, sizeof(key)) <
+                0)
                 continue;
             o = json_string_value(json_object_get(s->pool_owner, key));
             sn = o ? node_named(s, o) : NULL;
@@ -223,7 +223,8 @@ int sched_commit(struct sched *s, struct snode *sn, json_t *claims, struct diag 
     {
         if (key_of(c, ck, sizeof(ck)) < 0)
             return -EINVAL;
-        if (json_object_set(s->claims, ck, c) < 0 || json_object_set_new(s->bound, ck, json_string(sn->name)) < 0)
+        if (json_object_set(s->claims, ck, c) < 0 ||
+            json_object_set_new(s->bound, ck, json_string(sn->name)) < 0)
             return -ENOMEM;
     }
     return 0;

@@ -17,9 +17,9 @@
 /* One Node and what the scheduler knows about it. */
 struct snode {
     const char *name;
-    json_t *obj;     /* the Node */
-    json_t *slices;  /* ResourceSlices with spec.nodeName == name */
-    json_t *claims;  /* allocated claims on pools of this node alone, until `a` is built */
+    json_t *obj;    /* the Node */
+    json_t *slices; /* ResourceSlices with spec.nodeName == name */
+    json_t *claims; /* allocated claims on pools of this node alone, until `a` is built */
     struct dalloc *a;
     uint64_t version; /* bumped on every commit that changes this node's devices */
     /* the last evaluation: valid for `shape` while version and the global version are unchanged */
@@ -27,8 +27,8 @@ struct snode {
     uint64_t seen_version, seen_global;
     bool fits;
     long score;
-    json_t *alloc;  /* fits: the allocated claims */
-    size_t reason;  /* !fits: the reason id */
+    json_t *alloc; /* fits: the allocated claims */
+    size_t reason; /* !fits: the reason id */
 };
 
 struct sched {
@@ -49,8 +49,8 @@ struct sched {
     json_t *shared_claims; /* allocated claims on pools several nodes see */
     uint64_t global_version;
     struct dalloc_cel *cel; /* shared by the nodes' allocators */
-    json_t *shapes;  /* shape key -> id */
-    json_t *last_shape; /* the key of the last pod's shape */
+    json_t *shapes;         /* shape key -> id */
+    json_t *last_shape;     /* the key of the last pod's shape */
     size_t last_shape_id;
     json_t *reasons; /* reason texts by id */
     json_t *reason_ids;

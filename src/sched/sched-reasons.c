@@ -96,8 +96,6 @@ static int intern(struct sched *s, const char *msg, size_t *ret)
     return 0;
 }
 
-
-
 int sched_tally_add(struct tally **t, size_t *n, size_t id)
 {
     for (size_t i = 0; i < *n; i++)

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Tests of the allocator's incremental use (dalloc_try, dalloc_commit, dalloc_set_cel), the way
- * `gpuplane schedule` drives one allocator per node: a try leaves the state as it found it (devices,
- * shared counters), a commit makes devices unavailable to later tries, objects cannot be added once
- * allocation began, and allocators sharing one CEL context agree with one that has its own.
+ * `gpuplane schedule` drives one allocator per node: a try leaves the state as it found it
+ * (devices, shared counters), a commit makes devices unavailable to later tries, objects cannot be
+ * added once allocation began, and allocators sharing one CEL context agree with one that has its
+ * own.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -28,7 +29,8 @@ static const char STATE[] =
     "spec: {driver: a, pool: {name: p, generation: 1, resourceSliceCount: 2}, nodeName: n1,\n"
     "  devices: [{name: d1, consumesCounters: [{counterSet: mem, counters: {gb: {value: '1'}}}]},\n"
     "            {name: d2, consumesCounters: [{counterSet: mem, counters: {gb: {value: '1'}}}]},\n"
-    "            {name: d3, consumesCounters: [{counterSet: mem, counters: {gb: {value: '1'}}}]}]}\n";
+    "            {name: d3, consumesCounters: [{counterSet: mem, counters: {gb: {value: "
+    "'1'}}}]}]}\n";
 
 static json_t *claim(const char *name)
 {
@@ -129,7 +131,7 @@ static void test_commit(void **state)
     assert_int_equal(try_devices(a, "c1", buf, sizeof(buf), &got), 0);
     assert_int_equal(dalloc_commit(a, got, &d), 0);
     assert_int_equal(try_devices(a, "c2", buf, sizeof(buf), NULL), 0);
-    assert_string_equal(buf, "d2"); /* d1 is in use */
+    assert_string_equal(buf, "d2");                                       /* d1 is in use */
     assert_int_equal(try_devices(a, "c2 c3", buf, sizeof(buf), NULL), 1); /* 1 GB left */
     /* an allocated claim cannot be tried, a pending one cannot be committed */
     assert_int_equal(dalloc_try(a, got, &d, &out), -EINVAL);
