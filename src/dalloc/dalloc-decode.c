@@ -7,7 +7,7 @@
  *
  * Device taints and request tolerations are honoured with DRADeviceTaints on (ignored, as
  * Kubernetes drops them, when off). Fields of features gpuplane does not allocate yet: with their
- * gate on they are refused with -ENOTSUP (fractional consumable capacities); with it off Kubernetes
+ * gate on they are refused with -ENOTSUP (consumable capacities over 10^28); with it off Kubernetes
  * drops them (taints, tolerations, allowMultipleAllocations are ignored), never selects the device
  * (bindingConditions, consumesCounters: shared counters are decoded with DRAPartitionableDevices
  * on) or refuses the request (capacity requests, distinctAttribute).
@@ -259,10 +259,10 @@ static int decode_device_maps(const struct ctx *c, const char *dfield, json_t *j
     dev->vtext = calloc(json_object_size(attrs) + 1, sizeof(*dev->vtext));
     dev->caps = calloc(json_object_size(caps) + 1, sizeof(*dev->caps));
     dev->capvals = calloc(json_object_size(caps) + 1, sizeof(*dev->capvals));
-    dev->capint = calloc(json_object_size(caps) + 1, sizeof(*dev->capint));
-    dev->capint_ok = calloc(json_object_size(caps) + 1, sizeof(*dev->capint_ok));
+    dev->capamt = calloc(json_object_size(caps) + 1, sizeof(*dev->capamt));
+    dev->capamt_ok = calloc(json_object_size(caps) + 1, sizeof(*dev->capamt_ok));
     dev->consumed = calloc(json_object_size(caps) + 1, sizeof(*dev->consumed));
-    if (!dev->capint || !dev->capint_ok || !dev->consumed)
+    if (!dev->capamt || !dev->capamt_ok || !dev->consumed)
         return -ENOMEM;
     if (!dev->attrs || !dev->versions || !dev->vtext || !dev->caps || !dev->capvals)
         return -ENOMEM;
@@ -291,7 +291,7 @@ static int decode_device_maps(const struct ctx *c, const char *dfield, json_t *j
             return fail(c, -EINVAL, field, "required");
         if (dalloc_quantity(qv, &q) < 0)
             return fail(c, -EINVAL, field, "not a quantity");
-        dev->capint_ok[i] = cel_quantity_as_int64(&q, &dev->capint[i]);
+        dev->capamt_ok[i] = dalloc_amount_of(&q, &dev->capamt[i]) >= 0;
         cel_quantity_obj_init(&dev->capvals[i], &q);
         dev->caps[i] = (struct cel_dra_capacity){key, strlen(key), &dev->capvals[i]};
         i++;
@@ -530,16 +530,17 @@ static int decode_policies(const struct ctx *c, const char *dfield, json_t *jd,
         json_t *pol = json_object_get(json_object_get(caps, dev->caps[i].name), "requestPolicy");
         int r;
         snprintf(f, sizeof(f), "%s.capacity[%s]", dfield, dev->caps[i].name);
-        if (dev->multi && !dev->capint_ok[i])
-            return fail(c, -ENOTSUP, f, "only whole-unit capacities are supported by gpuplane yet");
+        if (dev->multi && !dev->capamt_ok[i])
+            return fail(c, -ENOTSUP, f, "values beyond 10^28 are not supported by gpuplane");
         if (!pol || json_is_null(pol))
             continue;
         if (!dev->multi)
             return fail(c, -EINVAL, f,
                         "requestPolicy: only allowed when allowMultipleAllocations is true");
-        r = dalloc_policy_parse(pol, dev->capint[i], &dev->policy[i]);
-        if (r == -ENOTSUP)
-            return fail(c, r, f, "requestPolicy: only whole units are supported by gpuplane yet");
+        r = dalloc_policy_parse(pol, dev->capamt[i], &dev->policy[i]);
+        if (r == -ERANGE)
+            return fail(c, -ENOTSUP, f,
+                        "requestPolicy: values beyond 10^28 are not supported by gpuplane");
         if (r < 0)
             return fail(c, r, f, "requestPolicy: invalid");
     }
@@ -694,8 +695,8 @@ void dalloc_slice_free(struct dalloc_slice *s)
         free(s->devices[i].vtext);
         free(s->devices[i].consume);
         free(s->devices[i].policy);
-        free(s->devices[i].capint);
-        free(s->devices[i].capint_ok);
+        free(s->devices[i].capamt);
+        free(s->devices[i].capamt_ok);
         free(s->devices[i].consumed);
         free(s->devices[i].caps);
         free(s->devices[i].capvals);
@@ -802,9 +803,8 @@ static int decode_capreqs(const struct ctx *c, const char *field, json_t *m, str
         struct cel_quantity q;
         if (dalloc_quantity(v, &q) < 0 || cel_quantity_sign(&q) < 0)
             return fail(c, -EINVAL, field, "requests[%s]: must be a non-negative quantity", key);
-        if (!cel_quantity_as_int64(&q, &e->capreq_vals[e->n_capreq]))
-            return fail(c, -ENOTSUP, field,
-                        "requests[%s]: only whole units are supported by gpuplane yet", key);
+        /* beyond DALLOC_AMOUNT_MAX it saturates: larger than any capacity, it fits nowhere */
+        (void)dalloc_amount_of(&q, &e->capreq_vals[e->n_capreq]);
         e->capreq_names[e->n_capreq++] = key;
     }
     return 0;

@@ -41,14 +41,26 @@ struct dalloc_counter {
     struct cel_quantity avail;
 };
 
-/* A capacity's requestPolicy (DRAConsumableCapacity), in whole units. */
+/*
+ * An amount of consumable capacity (DRAConsumableCapacity) in nano-units, 10^-9 of the quantity's
+ * unit. Kubernetes rounds every Quantity up to a multiple of 1n, so any quantity within
+ * +-DALLOC_AMOUNT_MAX converts exactly; sums, rounding and comparisons are then plain integer
+ * arithmetic with no floating point and no loss.
+ */
+typedef __int128 dalloc_amount;
+#define DALLOC_AMOUNT_NANO ((dalloc_amount)1000000000)
+/* 10^37 nano-units (10^28 units): far beyond any real capacity, with room for sums of a few. */
+#define DALLOC_AMOUNT_MAX                                                                          \
+    ((dalloc_amount)10000000000000000000ULL * (dalloc_amount)1000000000000000000ULL)
+
+/* A capacity's requestPolicy (DRAConsumableCapacity). */
 struct dalloc_policy {
     bool set;
-    int64_t def;
-    int64_t vals[10]; /* validValues, ascending */
+    dalloc_amount def;
+    dalloc_amount vals[10]; /* validValues, ascending */
     size_t n_vals;
     bool range; /* validRange */
-    int64_t min, max, step;
+    dalloc_amount min, max, step;
     bool has_max, has_step;
 };
 
@@ -67,13 +79,14 @@ struct dalloc_device {
     struct dalloc_consume *consume; /* DRAPartitionableDevices on */
     size_t n_consume;
     struct dalloc_pool *pool; /* set when its pool is gathered (newest generation only) */
-    /* DRAConsumableCapacity on: allowMultipleAllocations, per-capacity policy, value and what
-     * the shares (allocated and being allocated) consume, in whole units */
+    /* DRAConsumableCapacity on: allowMultipleAllocations, per-capacity policy, value (capamt_ok
+     * false: beyond DALLOC_AMOUNT_MAX) and what the shares (allocated and being allocated)
+     * consume */
     bool multi;
     struct dalloc_policy *policy;
-    int64_t *capint;
-    bool *capint_ok;
-    int64_t *consumed;
+    dalloc_amount *capamt;
+    bool *capamt_ok;
+    dalloc_amount *consumed;
     /* DRADeviceBindingConditions on: copied into results; bindsToNode pins the node */
     json_t *binding_conditions, *binding_failure_conditions;
     bool binds_to_node;
@@ -132,9 +145,9 @@ struct dalloc_exact {
     enum dalloc_mode mode;
     int64_t count;
     bool admin;
-    json_t *tolerations;       /* DRADeviceTaints on: copied into the results */
-    const char **capreq_names; /* capacity.requests (DRAConsumableCapacity on) */
-    int64_t *capreq_vals;
+    json_t *tolerations;        /* DRADeviceTaints on: copied into the results */
+    const char **capreq_names;  /* capacity.requests (DRAConsumableCapacity on) */
+    dalloc_amount *capreq_vals; /* beyond DALLOC_AMOUNT_MAX: DALLOC_AMOUNT_MAX + 1 */
     size_t n_capreq;
     uint8_t *sel_cache; /* per candidate: 0 unknown, 1 no, 2 yes */
 };
@@ -157,8 +170,8 @@ struct dalloc_constraint {
 struct dalloc_pick {
     size_t request, sub;
     struct dalloc_device *dev;
-    size_t pos;        /* its index in the candidate list */
-    int64_t *consumed; /* multi-allocatable device: this share's amounts (owned), else NULL */
+    size_t pos;              /* its index in the candidate list */
+    dalloc_amount *consumed; /* multi-allocatable device: this share's amounts (owned), else NULL */
 };
 
 struct dalloc_claim {
@@ -225,15 +238,25 @@ void dalloc_counters_give(struct dalloc_device *dev);
  * below zero). */
 void dalloc_counters_force(struct dalloc_device *dev);
 
-/* dalloc-capacity.c (DRAConsumableCapacity). Whether dev can serve e given what its shares
- * consume: 1 yes (amounts[0..n_caps) = what this allocation would consume), 0 no, -ENOTSUP with d
- * for quantities gpuplane cannot compute with yet (not whole numbers). */
+/* dalloc-capacity.c (DRAConsumableCapacity). q in nano-units: 0, or -ERANGE when |q| exceeds
+ * DALLOC_AMOUNT_MAX; *ret then saturates at +-(DALLOC_AMOUNT_MAX + 1), which callers may rely on
+ * (a request that large fits nowhere). */
+int dalloc_amount_of(const struct cel_quantity *q, dalloc_amount *ret);
+/* The quantity of amount v: a whole number as cel_quantity_from_int gives it ("4", "10737418240"),
+ * a fraction in decimal SI ("500m", "1500m"), canonical when formatted. */
+struct cel_quantity dalloc_amount_quantity(dalloc_amount v);
+/* a + b, saturating at +-(DALLOC_AMOUNT_MAX + 1). */
+dalloc_amount dalloc_amount_add(dalloc_amount a, dalloc_amount b);
+/* Whether dev can serve e given what its shares consume: 1 yes (amounts[0..n_caps) = what this
+ * allocation would consume), 0 no, -ENOTSUP with d for a requested capacity beyond
+ * DALLOC_AMOUNT_MAX. */
 _wur_ int dalloc_capacity_fits(const struct dalloc_device *dev, const struct dalloc_exact *e,
-                               int64_t *amounts, struct diag *d);
+                               dalloc_amount *amounts, struct diag *d);
 /* Adds sign * amounts to dev's consumed capacity. */
-void dalloc_capacity_apply(struct dalloc_device *dev, const int64_t *amounts, int sign);
-/* Parses a capacity's requestPolicy into *p (whole units only: -ENOTSUP otherwise). */
-_wur_ int dalloc_policy_parse(const json_t *policy, int64_t value, struct dalloc_policy *p);
+void dalloc_capacity_apply(struct dalloc_device *dev, const dalloc_amount *amounts, int sign);
+/* Parses a capacity's requestPolicy into *p: 0, -EINVAL (malformed), -ERANGE (a value beyond
+ * DALLOC_AMOUNT_MAX). */
+_wur_ int dalloc_policy_parse(const json_t *policy, dalloc_amount value, struct dalloc_policy *p);
 
 /* dalloc-select.c */
 _wur_ int dalloc_select_init(struct dalloc *a, struct diag *d);

@@ -59,7 +59,7 @@ static int share_fields(const struct dalloc_pick *p, json_t *r)
     if (!cc)
         return -ENOMEM;
     for (size_t i = 0; i < p->dev->n_caps; i++) {
-        struct cel_quantity v = cel_quantity_from_int(p->consumed[i]);
+        struct cel_quantity v = dalloc_amount_quantity(p->consumed[i]);
         cel_quantity_format(&v, q);
         if (json_object_set_new(cc, p->dev->caps[i].name, json_string(q)) < 0) {
             json_decref(cc);

@@ -108,9 +108,9 @@ static bool picked(const struct dalloc_claim *c, const struct dalloc_device *dev
 /* Records dev for (ri, si) consuming amounts (NULL: no capacity bookkeeping): 1, 0 when its
  * counters do not fit (nothing changed then), -ENOMEM. */
 static int pick(struct dalloc_claim *c, size_t ri, size_t si, size_t pos, struct dalloc_device *dev,
-                bool admin, const int64_t *amounts)
+                bool admin, const dalloc_amount *amounts)
 {
-    int64_t *share = NULL;
+    dalloc_amount *share = NULL;
 
     if (dev->multi && amounts) {
         share = calloc(dev->n_caps + 1, sizeof(*share));
@@ -146,7 +146,7 @@ static void unpick(struct dalloc_claim *c, bool admin)
 
 /* Whether dev may serve e now: 1 with amounts filled (consumable capacity), 0, or <0. */
 static int usable(struct search *s, struct dalloc_claim *c, size_t ri, size_t si,
-                  struct dalloc_exact *e, size_t pos, int64_t *amounts)
+                  struct dalloc_exact *e, size_t pos, dalloc_amount *amounts)
 {
     struct dalloc_device *dev = *VEC_AT(&s->a->candidates, struct dalloc_device *, pos);
     int r;
@@ -169,7 +169,7 @@ static int place(struct search *s, size_t ci, size_t ri, size_t si, int64_t need
     struct dalloc_claim *c = *VEC_AT(s->pending, struct dalloc_claim *, ci);
     struct dalloc_exact *e = &c->requests[ri].subs[si];
     size_t n = a->candidates.len;
-    int64_t amounts[CEL_DRA_MAX_ATTRIBUTES + 1];
+    dalloc_amount amounts[CEL_DRA_MAX_ATTRIBUTES + 1];
     int r;
 
     if (need == 0)
@@ -219,7 +219,7 @@ static int place_all(struct search *s, size_t ci, size_t ri, size_t si)
     struct dalloc_claim *c = *VEC_AT(s->pending, struct dalloc_claim *, ci);
     struct dalloc_exact *e = &c->requests[ri].subs[si];
     size_t before = c->n_picks;
-    int64_t amounts[CEL_DRA_MAX_ATTRIBUTES + 1];
+    dalloc_amount amounts[CEL_DRA_MAX_ATTRIBUTES + 1];
     int r;
 
     if ((r = all_pools_usable(s, c, ri)) < 0)

@@ -302,10 +302,11 @@ static void mark_device(struct dalloc_device *dev, const json_t *result)
     }
     for (size_t i = 0; i < dev->n_caps; i++) {
         struct cel_quantity q;
-        int64_t v;
-        if (dalloc_quantity(json_object_get(cc, dev->caps[i].name), &q) >= 0 &&
-            cel_quantity_as_int64(&q, &v))
-            dev->consumed[i] += v;
+        dalloc_amount v;
+        if (dalloc_quantity(json_object_get(cc, dev->caps[i].name), &q) >= 0) {
+            (void)dalloc_amount_of(&q, &v); /* saturates beyond DALLOC_AMOUNT_MAX */
+            dev->consumed[i] = dalloc_amount_add(dev->consumed[i], v);
+        }
     }
 }
 

@@ -9,8 +9,8 @@
  * (DRADeviceTaints), shared counters and per-device node selection of partitionable devices
  * (DRAPartitionableDevices), binding conditions (DRADeviceBindingConditions; no
  * allocationTimestamp is written) and consumable capacity (DRAConsumableCapacity:
- * multi-allocatable devices shared by claims, capacity requests rounded by request policies, in
- * whole units only — fractions are refused with -ENOTSUP). Fields of a gate that is off are
+ * multi-allocatable devices shared by claims, capacity requests rounded by request policies, with
+ * exact arithmetic on any quantity up to 10^28 units). Fields of a gate that is off are
  * ignored or refused as Kubernetes does. Claims that already carry an allocation are the
  * cluster's state: their devices are in use. See docs/dalloc.md.
  */
@@ -85,7 +85,7 @@ _wur_ int dalloc_add(struct dalloc *a, json_t *obj, struct diag *d);
  * status.allocation filled (new reference); 1 when there is no solution (d says which
  * claim/request failed and why, ret untouched); -EINVAL, -EPERM (admin access outside an admin
  * namespace), -ENOENT (unknown class), -EDOM (CEL compile or runtime error), -E2BIG (step budget),
- * -ENOTSUP (fractional consumable capacity), -ENOMEM, with d, for errors.
+ * -ENOTSUP (a consumable capacity beyond 10^28 units), -ENOMEM, with d, for errors.
  */
 _wur_ int dalloc_run(struct dalloc *a, struct diag *d, json_t **ret);
 

@@ -176,10 +176,42 @@ static const struct tcase CASES[] = {
              CLAIM("c2",
                    "[{name: r, exactly: {deviceClassName: a, capacity: {requests: {bw: 3}}}}]", ""),
      "DRAConsumableCapacity=true", 0, 0, "c1:r=d1 c2:r=d1", NULL},
-    {"consumable capacity: fractions refused",
+    {"consumable capacity: fractional shares fill the device exactly",
      CLASS_A SLICE("s1", "p1", "1", "1", "nodeName: n1",
-                   "[{name: d1, allowMultipleAllocations: true, capacity: {bw: {value: 500m}}}]"),
-     "DRAConsumableCapacity=true", 0, -ENOTSUP, NULL, "whole-unit"},
+                   "[{name: d1, allowMultipleAllocations: true, capacity: {bw: {value: 1500m}}}]")
+         CLAIM("c1",
+               "[{name: r, exactly: {deviceClassName: a, capacity: {requests: {bw: '0.5'}}}}]", "")
+             CLAIM("c2",
+                   "[{name: r, exactly: {deviceClassName: a, capacity: {requests: {bw: 500m}}}}]",
+                   "") CLAIM("c3",
+                             "[{name: r, exactly: {deviceClassName: a, capacity: {requests: {bw: "
+                             "500000000n}}}}]",
+                             ""),
+     "DRAConsumableCapacity=true", 0, 0, "c1:r=d1 c2:r=d1 c3:r=d1", NULL},
+    {"consumable capacity: 1n more than is left",
+     CLASS_A SLICE("s1", "p1", "1", "1", "nodeName: n1",
+                   "[{name: d1, allowMultipleAllocations: true, capacity: {bw: {value: 1500m}}}]")
+         CLAIM("c1",
+               "[{name: r, exactly: {deviceClassName: a, capacity: {requests: {bw: '1.5'}}}}]", "")
+             CLAIM("c2",
+                   "[{name: r, exactly: {deviceClassName: a, capacity: {requests: {bw: 1n}}}}]",
+                   ""),
+     "DRAConsumableCapacity=true", 0, 1, NULL, "claim default/c2, request r"},
+    {"consumable capacity: a fractional step grid",
+     CLASS_A SLICE("s1", "p1", "1", "1", "nodeName: n1",
+                   "[{name: d1, allowMultipleAllocations: true, capacity: {mem: {value: 1Gi, "
+                   "requestPolicy: {default: 256Mi, validRange: {min: 0.25Gi, step: 0.25Gi}}}}}]")
+         CLAIM("c1",
+               "[{name: r, exactly: {deviceClassName: a, capacity: {requests: {mem: 300Mi}}}}]", "")
+             CLAIM("c2",
+                   "[{name: r, exactly: {deviceClassName: a, capacity: {requests: {mem: "
+                   "0.5Gi}}}}]",
+                   "") CLAIM("c3", "[{name: r, exactly: {deviceClassName: a}}]", ""),
+     "DRAConsumableCapacity=true", 0, 1, NULL, "claim default/c3, request r"},
+    {"consumable capacity: values beyond 10^28 refused",
+     CLASS_A SLICE("s1", "p1", "1", "1", "nodeName: n1",
+                   "[{name: d1, allowMultipleAllocations: true, capacity: {bw: {value: '1e29'}}}]"),
+     "DRAConsumableCapacity=true", 0, -ENOTSUP, NULL, "beyond 10^28"},
     {"capacity requests, gate off",
      CLASS_A CLAIM("c1",
                    "[{name: r, exactly: {deviceClassName: a, capacity: {requests: {bw: 3}}}}]", ""),
