@@ -2,8 +2,10 @@
 /*
  * jansson -> the allocator's model (dalloc-model.h), with the API server's validation where a bad
  * value would change what is allocated. Messages name the object and the field:
- * "ResourceClaim default/c1: spec.devices.requests[0].exactly.count: must be >= 1". Strings are
- * borrowed from the objects, which the allocator keeps referenced.
+ * "ResourceClaim default/c1: spec.devices.requests[0].exactly.count: must be >= 1". Names are held
+ * to the API server's formats (dalloc-names.h) wherever the reference lists one, so input the API
+ * server would refuse is refused here too. Strings are borrowed from the objects, which the
+ * allocator keeps referenced.
  *
  * Device taints and request tolerations are honoured with DRADeviceTaints on (ignored, as
  * Kubernetes drops them, when off). Fields of features gpuplane does not allocate yet: with their
@@ -19,6 +21,7 @@
 #include <string.h>
 
 #include "dalloc-model.h"
+#include "dalloc-names.h"
 
 #define DALLOC_MAX_LIST 128
 
@@ -40,6 +43,18 @@ _printf_(4, 5) static int fail(const struct ctx *c, int err, const char *field, 
     if (c->ns)
         return diag_fail(c->d, err, "%s %s/%s: %s: %s", c->kind, c->ns, c->name, field, msg);
     return diag_fail(c->d, err, "%s %s: %s: %s", c->kind, c->name, field, msg);
+}
+
+/* Fails with the API server's "Invalid value" when why, a name checker's verdict
+ * (dalloc-names.h), is set. Long values are cut so that the reason stays in the message. */
+static int check_name(const struct ctx *c, const char *field, const char *value, const char *why)
+{
+    size_t n = strlen(value);
+
+    if (!why)
+        return 0;
+    return fail(c, -EINVAL, field, "Invalid value: \"%.*s%s\": %s", (int)(n > 64 ? 64 : n), value,
+                n > 64 ? "..." : "", why);
 }
 
 static const char *str_at(const json_t *o, const char *key)
@@ -91,6 +106,7 @@ static bool has(const json_t *o, const char *key)
 static int meta(struct ctx *c, const json_t *obj, bool namespaced)
 {
     json_t *m = json_object_get(obj, "metadata");
+    int r;
 
     c->name = str_at(m, "name");
     c->ns = namespaced ? str_at(m, "namespace") : NULL;
@@ -100,7 +116,9 @@ static int meta(struct ctx *c, const json_t *obj, bool namespaced)
         c->name = "(unnamed)";
         return fail(c, -EINVAL, "metadata.name", "required");
     }
-    return 0;
+    if (c->ns && (r = check_name(c, "metadata.namespace", c->ns, dalloc_name_dns_label(c->ns))) < 0)
+        return r;
+    return check_name(c, "metadata.name", c->name, dalloc_name_dns_subdomain(c->name));
 }
 
 int dalloc_quantity(const json_t *v, struct cel_quantity *ret)
@@ -114,93 +132,6 @@ int dalloc_quantity(const json_t *v, struct cel_quantity *ret)
     return cel_quantity_parse(json_string_value(v), json_string_length(v), NULL, ret) < 0 ? -EINVAL
                                                                                           : 0;
 }
-
-/* ---- name formats (reference §2: DNS label, DNS subdomain, C identifier, qualified name) ---- */
-
-static bool is_alnum_lower(char ch)
-{
-    return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9');
-}
-
-static bool dns_label_n(const char *s, size_t n)
-{
-    if (n == 0 || n > 63 || !is_alnum_lower(s[0]) || !is_alnum_lower(s[n - 1]))
-        return false;
-    for (size_t i = 0; i < n; i++)
-        if (!is_alnum_lower(s[i]) && s[i] != '-')
-            return false;
-    return true;
-}
-
-static bool dns_label(const char *s)
-{
-    return dns_label_n(s, strlen(s));
-}
-
-static bool dns_subdomain_n(const char *s, size_t n, size_t max)
-{
-    size_t start = 0;
-
-    if (n == 0 || n > max)
-        return false;
-    for (size_t i = 0; i <= n; i++)
-        if (i == n || s[i] == '.') {
-            if (!dns_label_n(s + start, i - start))
-                return false;
-            start = i + 1;
-        }
-    return true;
-}
-
-static bool dns_subdomain(const char *s, size_t max)
-{
-    return dns_subdomain_n(s, strlen(s), max);
-}
-
-static bool c_ident(const char *s, size_t max)
-{
-    size_t n = strlen(s);
-
-    if (n == 0 || n > max || (s[0] >= '0' && s[0] <= '9'))
-        return false;
-    for (size_t i = 0; i < n; i++)
-        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
-              (s[i] >= '0' && s[i] <= '9') || s[i] == '_'))
-            return false;
-    return true;
-}
-
-/* "id" or "domain/id" (require_domain: only the latter). */
-static bool qualified_name(const char *s, bool require_domain)
-{
-    const char *slash = strchr(s, '/');
-
-    if (!slash)
-        return !require_domain && c_ident(s, 32);
-    return dns_subdomain_n(s, (size_t)(slash - s), 63) && c_ident(slash + 1, 32);
-}
-
-/* A pool name: DNS subdomains joined by '/', at most 253 characters. */
-static bool pool_name(const char *s)
-{
-    size_t n = strlen(s), start = 0;
-
-    if (n == 0 || n > 253)
-        return false;
-    for (size_t i = 0; i <= n; i++)
-        if (i == n || s[i] == '/') {
-            if (!dns_subdomain_n(s + start, i - start, 253))
-                return false;
-            start = i + 1;
-        }
-    return true;
-}
-
-#define MSG_LABEL "must be a DNS label (lower-case alphanumerics and '-', at most 63 characters)"
-#define MSG_SUBDOMAIN "must be a DNS subdomain (lower-case DNS labels joined by '.')"
-#define MSG_QUALIFIED                                                                              \
-    "must be a C identifier (at most 32 characters), optionally prefixed by a DNS subdomain and "  \
-    "'/'"
 
 /* ---- ResourceSlice ---- */
 
@@ -269,8 +200,8 @@ static int decode_device_maps(const struct ctx *c, const char *dfield, json_t *j
     json_object_foreach(attrs, key, v)
     {
         snprintf(field, sizeof(field), "%s.attributes[%s]", dfield, key);
-        if (!qualified_name(key, false))
-            return fail(c, -EINVAL, field, MSG_QUALIFIED);
+        if ((r = check_name(c, field, key, dalloc_name_qualified(key))) < 0)
+            return r;
         r = decode_attr(c, field, key, v, &dev->attrs[i], &dev->versions[i], &dev->vtext[i]);
         if (r < 0)
             return r;
@@ -284,8 +215,8 @@ static int decode_device_maps(const struct ctx *c, const char *dfield, json_t *j
         json_t *qv = json_object_get(v, "value");
 
         snprintf(field, sizeof(field), "%s.capacity[%s]", dfield, key);
-        if (!qualified_name(key, false))
-            return fail(c, -EINVAL, field, MSG_QUALIFIED);
+        if ((r = check_name(c, field, key, dalloc_name_qualified(key))) < 0)
+            return r;
         snprintf(field, sizeof(field), "%s.capacity[%s].value", dfield, key);
         if (!qv)
             return fail(c, -EINVAL, field, "required");
@@ -311,9 +242,10 @@ static bool one_of(const char *s, const char *const *list)
 static int decode_taints(const struct ctx *c, const char *dfield, json_t *list, json_t **ret)
 {
     static const char *const EFFECTS[] = {"None", "NoSchedule", "NoExecute", NULL};
-    char f[160];
+    char f[160], kf[176];
     json_t *t;
     size_t i;
+    int r;
 
     if (!json_is_array(list) || json_array_size(list) > 16)
         return fail(c, -EINVAL, dfield, "taints: must be a list of at most 16 items");
@@ -323,6 +255,9 @@ static int decode_taints(const struct ctx *c, const char *dfield, json_t *list, 
         snprintf(f, sizeof(f), "%s.taints[%zu]", dfield, i);
         if (!key || !*key)
             return fail(c, -EINVAL, f, "key: required");
+        snprintf(kf, sizeof(kf), "%s.key", f);
+        if ((r = check_name(c, kf, key, dalloc_name_label_key(key))) < 0)
+            return r;
         if (!effect || !one_of(effect, EFFECTS))
             return fail(c, -EINVAL, f,
                         "effect: supported values: \"NoExecute\", \"NoSchedule\", \"None\"");
@@ -337,9 +272,10 @@ static int decode_tolerations(const struct ctx *c, const char *rfield, json_t *l
 {
     static const char *const OPS[] = {"Equal", "Exists", NULL};
     static const char *const EFFECTS[] = {"", "NoSchedule", "NoExecute", NULL};
-    char f[200];
+    char f[200], kf[216];
     json_t *t;
     size_t i;
+    int r;
 
     if (!json_is_array(list) || json_array_size(list) > 16)
         return fail(c, -EINVAL, rfield, "tolerations: must be a list of at most 16 items");
@@ -354,6 +290,9 @@ static int decode_tolerations(const struct ctx *c, const char *rfield, json_t *l
             return fail(c, -EINVAL, f, "effect: supported values: \"NoExecute\", \"NoSchedule\"");
         if ((!key || !*key) && !(op && strcmp(op, "Exists") == 0))
             return fail(c, -EINVAL, f, "operator: must be Exists when `key` is empty");
+        snprintf(kf, sizeof(kf), "%s.key", f);
+        if (key && *key && (r = check_name(c, kf, key, dalloc_name_label_key(key))) < 0)
+            return r;
         if (op && strcmp(op, "Exists") == 0 && str_at(t, "value") && *str_at(t, "value"))
             return fail(c, -EINVAL, f, "value: must be empty when `operator` is 'Exists'");
     }
@@ -375,6 +314,9 @@ static int decode_counter_map(const struct ctx *c, const char *field, json_t *m,
     json_object_foreach(m, key, v)
     {
         struct cel_quantity q;
+        snprintf(f, sizeof(f), "%s.counters[%s]", field, key);
+        if ((r = check_name(c, f, key, dalloc_name_dns_label(key))) < 0)
+            return r;
         snprintf(f, sizeof(f), "%s.counters[%s].value", field, key);
         if (dalloc_quantity(json_object_get(v, "value"), &q) < 0 || cel_quantity_sign(&q) < 0)
             return fail(c, -EINVAL, f, "must be a non-negative quantity");
@@ -405,7 +347,7 @@ static int add_consume(void *u, const char *name, struct cel_quantity *q)
 static int decode_consumes(const struct ctx *c, const char *dfield, json_t *list,
                            struct dalloc_device *dev)
 {
-    char f[160];
+    char f[160], nf[176];
     json_t *e;
     size_t i;
     int r;
@@ -418,6 +360,9 @@ static int decode_consumes(const struct ctx *c, const char *dfield, json_t *list
         snprintf(f, sizeof(f), "%s.consumesCounters[%zu]", dfield, i);
         if (!cc.set || !*cc.set)
             return fail(c, -EINVAL, f, "counterSet: required");
+        snprintf(nf, sizeof(nf), "%s.counterSet", f);
+        if ((r = check_name(c, nf, cc.set, dalloc_name_dns_label(cc.set))) < 0)
+            return r;
         if ((r = decode_counter_map(c, f, json_object_get(e, "counters"), add_consume, &cc)) < 0)
             return r;
     }
@@ -426,7 +371,7 @@ static int decode_consumes(const struct ctx *c, const char *dfield, json_t *list
 
 static int decode_shared_counters(const struct ctx *c, json_t *list)
 {
-    char f[96];
+    char f[96], nf[112];
     json_t *e;
     size_t i;
     int r;
@@ -435,9 +380,13 @@ static int decode_shared_counters(const struct ctx *c, json_t *list)
         return fail(c, -EINVAL, "spec.sharedCounters", "must be a list of at most 8 items");
     json_array_foreach(list, i, e)
     {
+        const char *name = str_at(e, "name");
         snprintf(f, sizeof(f), "spec.sharedCounters[%zu]", i);
-        if (!str_at(e, "name") || !*str_at(e, "name"))
+        if (!name || !*name)
             return fail(c, -EINVAL, f, "name: required");
+        snprintf(nf, sizeof(nf), "%s.name", f);
+        if ((r = check_name(c, nf, name, dalloc_name_dns_label(name))) < 0)
+            return r;
         if ((r = decode_counter_map(c, f, json_object_get(e, "counters"), NULL, NULL)) < 0)
             return r;
     }
@@ -550,7 +499,7 @@ static int decode_policies(const struct ctx *c, const char *dfield, json_t *jd,
 static int decode_device(const struct ctx *c, const struct dalloc_gates *g, size_t idx, json_t *jd,
                          struct dalloc_device *dev)
 {
-    char field[64];
+    char field[64], nfield[80];
     int r;
 
     snprintf(field, sizeof(field), "spec.devices[%zu]", idx);
@@ -559,9 +508,9 @@ static int decode_device(const struct ctx *c, const struct dalloc_gates *g, size
     r = get_str(c, jd, "name", field, true, &dev->name);
     if (r < 0)
         return r;
-    /* Device names are DNS labels in the API; not enforced yet because
-     * tests/dalloc-cases/partitionable-release-on-backtrack.yaml uses dA/dB/dC (see
-     * /tmp/dalloc-notes.md). Enable with: if (!dns_label(dev->name)) fail(... MSG_LABEL). */
+    snprintf(nfield, sizeof(nfield), "%s.name", field);
+    if ((r = check_name(c, nfield, dev->name, dalloc_name_dns_label(dev->name))) < 0)
+        return r;
     if (has(jd, "taints") && g->device_taints &&
         (r = decode_taints(c, field, json_object_get(jd, "taints"), &dev->taints)) < 0)
         return r;
@@ -632,11 +581,9 @@ static int slice_spec(const struct ctx *c, const struct dalloc_gates *g, json_t 
     if ((r = get_str(c, spec, "driver", "spec.driver", true, &s->driver)) < 0 ||
         (r = get_str(c, pool, "name", "spec.pool.name", true, &s->pool)) < 0)
         return r;
-    if (!dns_subdomain(s->driver, 63))
-        return fail(c, -EINVAL, "spec.driver", MSG_SUBDOMAIN ", at most 63 characters");
-    if (!pool_name(s->pool))
-        return fail(c, -EINVAL, "spec.pool.name",
-                    "must be one or more DNS subdomains joined by '/', at most 253 characters");
+    if ((r = check_name(c, "spec.driver", s->driver, dalloc_name_driver(s->driver))) < 0 ||
+        (r = check_name(c, "spec.pool.name", s->pool, dalloc_name_pool(s->pool))) < 0)
+        return r;
     if (!json_is_integer(gen) || json_integer_value(gen) < 0)
         return fail(c, -EINVAL, "spec.pool.generation", "must be an integer >= 0");
     if (!json_is_integer(cnt) || json_integer_value(cnt) < 1)
@@ -726,6 +673,81 @@ int dalloc_decode_slice(struct dalloc *a, json_t *obj, struct diag *d)
     return r < 0 ? r : 0;
 }
 
+/* ---- request references and opaque configs (claims and classes) ---- */
+
+/* Whether ref ("req" or "req/sub") names a request (and sub-request) of the claim. */
+static bool ref_ok(const struct dalloc_claim *cl, const char *ref)
+{
+    const char *slash = strchr(ref, '/');
+    size_t n = slash ? (size_t)(slash - ref) : strlen(ref);
+
+    for (size_t i = 0; i < cl->n_requests; i++) {
+        const struct dalloc_request *rq = &cl->requests[i];
+        if (strlen(rq->name) != n || strncmp(rq->name, ref, n) != 0)
+            continue;
+        if (!slash)
+            return true;
+        for (size_t k = 0; rq->first_available && k < rq->n_subs; k++)
+            if (strcmp(rq->subs[k].name, slash + 1) == 0)
+                return true;
+    }
+    return false;
+}
+
+/* The requests list of a constraint or a claim config: at most 32 distinct entries, each "req" or
+ * "req/sub" naming a request (and sub-request) of the claim. */
+static int request_refs(const struct ctx *c, const struct dalloc_claim *cl, const char *field,
+                        const json_t *reqs)
+{
+    if (json_array_size(reqs) > 32)
+        return fail(c, -EINVAL, field, "requests: must have at most 32 items");
+    for (size_t i = 0; i < json_array_size(reqs); i++) {
+        const char *ref = json_string_value(json_array_get(reqs, i));
+        if (!ref || !ref_ok(cl, ref))
+            return fail(c, -EINVAL, field,
+                        "requests[%zu]: must be the name of a request in the claim or the name of "
+                        "a request and a subrequest separated by '/'",
+                        i);
+        for (size_t k = 0; k < i; k++)
+            if (strcmp(json_string_value(json_array_get(reqs, k)), ref) == 0)
+                return fail(c, -EINVAL, field, "requests[%zu]: Duplicate value: \"%s\"", i, ref);
+    }
+    return 0;
+}
+
+/* The opaque configs of a class (cl NULL) or a claim: the driver a driver name, and a claim's
+ * requests naming its requests. */
+static int decode_configs(const struct ctx *c, const struct dalloc_claim *cl, const char *field,
+                          const json_t *list)
+{
+    char f[96], df[128];
+    json_t *e;
+    size_t i;
+    int r;
+
+    json_array_foreach(list, i, e)
+    {
+        json_t *opaque = json_object_get(e, "opaque"), *reqs = json_object_get(e, "requests");
+        const char *driver;
+        snprintf(f, sizeof(f), "%s[%zu]", field, i);
+        if (!json_is_object(e))
+            return fail(c, -EINVAL, f, "must be a mapping");
+        if (opaque && !json_is_null(opaque)) {
+            snprintf(df, sizeof(df), "%s.opaque.driver", f);
+            if ((r = get_str(c, opaque, "driver", df, true, &driver)) < 0 ||
+                (r = check_name(c, df, driver, dalloc_name_driver(driver))) < 0)
+                return r;
+        }
+        if (!cl)
+            continue;
+        if (reqs && !json_is_null(reqs) && !json_is_array(reqs))
+            return fail(c, -EINVAL, f, "requests: must be a list");
+        if ((r = request_refs(c, cl, f, reqs)) < 0)
+            return r;
+    }
+    return 0;
+}
+
 /* ---- DeviceClass ---- */
 
 static int decode_selectors(const struct ctx *c, json_t *list, const char *field, const char ***ret,
@@ -777,6 +799,7 @@ int dalloc_decode_class(struct dalloc *a, json_t *obj, struct diag *d)
     cls->obj = obj;
     cls->name = c.name;
     if ((r = get_list(&c, spec, "config", "spec.config", 32, &cls->config)) >= 0 &&
+        (r = decode_configs(&c, NULL, "spec.config", cls->config)) >= 0 &&
         (r = get_list(&c, spec, "selectors", "spec.selectors", 32, &sel)) >= 0 &&
         (r = decode_selectors(&c, sel, "spec.selectors", &cls->selectors, &cls->n_selectors)) >= 0)
         r = vec_push(&a->classes, &cls);
@@ -789,8 +812,10 @@ int dalloc_decode_class(struct dalloc *a, json_t *obj, struct diag *d)
 
 static int decode_capreqs(const struct ctx *c, const char *field, json_t *m, struct dalloc_exact *e)
 {
+    char f[256];
     const char *key;
     json_t *v;
+    int r;
 
     if (!json_is_object(m) || json_object_size(m) > 32)
         return fail(c, -EINVAL, field, "requests: must be a map of at most 32 entries");
@@ -801,6 +826,9 @@ static int decode_capreqs(const struct ctx *c, const char *field, json_t *m, str
     json_object_foreach(m, key, v)
     {
         struct cel_quantity q;
+        snprintf(f, sizeof(f), "%s.requests[%s]", field, key);
+        if ((r = check_name(c, f, key, dalloc_name_qualified(key))) < 0)
+            return r;
         if (dalloc_quantity(v, &q) < 0 || cel_quantity_sign(&q) < 0)
             return fail(c, -EINVAL, field, "requests[%s]: must be a non-negative quantity", key);
         /* beyond DALLOC_AMOUNT_MAX it saturates: larger than any capacity, it fits nowhere */
@@ -821,8 +849,8 @@ static int decode_exact(const struct ctx *c, const struct dalloc_gates *g, json_
     snprintf(f, sizeof(f), "%s.deviceClassName", field);
     if ((r = get_str(c, j, "deviceClassName", f, true, &e->class_name)) < 0)
         return r;
-    if (!dns_subdomain(e->class_name, 253))
-        return fail(c, -EINVAL, f, MSG_SUBDOMAIN);
+    if ((r = check_name(c, f, e->class_name, dalloc_name_dns_subdomain(e->class_name))) < 0)
+        return r;
     snprintf(f, sizeof(f), "%s.selectors", field);
     if ((r = get_list(c, j, "selectors", f, 32, &sel)) < 0 ||
         (r = decode_selectors(c, sel, f, &e->selectors, &e->n_selectors)) < 0)
@@ -871,7 +899,7 @@ static int decode_exact(const struct ctx *c, const struct dalloc_gates *g, json_
 static int decode_request(const struct ctx *c, const struct dalloc_gates *g, json_t *j, size_t idx,
                           struct dalloc_request *rq)
 {
-    char field[96], f[160];
+    char field[96], f[160], nf[176];
     json_t *fa = json_object_get(j, "firstAvailable"), *ex = json_object_get(j, "exactly");
     int r;
 
@@ -879,8 +907,8 @@ static int decode_request(const struct ctx *c, const struct dalloc_gates *g, jso
     snprintf(f, sizeof(f), "%s.name", field);
     if ((r = get_str(c, j, "name", f, true, &rq->name)) < 0)
         return r;
-    if (!dns_label(rq->name))
-        return fail(c, -EINVAL, f, MSG_LABEL);
+    if ((r = check_name(c, f, rq->name, dalloc_name_dns_label(rq->name))) < 0)
+        return r;
     if (!!(ex && !json_is_null(ex)) == !!(fa && !json_is_null(fa)))
         return fail(c, -EINVAL, field, "exactly one of `exactly` or `firstAvailable` is required");
     if (ex && !json_is_null(ex)) {
@@ -906,11 +934,12 @@ static int decode_request(const struct ctx *c, const struct dalloc_gates *g, jso
         json_t *s = json_array_get(fa, i);
         rq->n_subs = i + 1;
         snprintf(f, sizeof(f), "%s.firstAvailable[%zu]", field, i);
-        if ((r = get_str(c, s, "name", f, true, &rq->subs[i].name)) < 0 ||
+        snprintf(nf, sizeof(nf), "%s.name", f);
+        if ((r = get_str(c, s, "name", nf, true, &rq->subs[i].name)) < 0 ||
+            (r = check_name(c, nf, rq->subs[i].name, dalloc_name_dns_label(rq->subs[i].name))) <
+                0 ||
             (r = decode_exact(c, g, s, f, true, &rq->subs[i])) < 0)
             return r;
-        if (!dns_label(rq->subs[i].name))
-            return fail(c, -EINVAL, f, "name: " MSG_LABEL);
         for (size_t k = 0; k < i; k++)
             if (strcmp(rq->subs[k].name, rq->subs[i].name) == 0)
                 return fail(c, -EINVAL, f, "name: duplicate sub-request name %s", rq->subs[i].name);
@@ -918,30 +947,12 @@ static int decode_request(const struct ctx *c, const struct dalloc_gates *g, jso
     return 0;
 }
 
-/* Whether ref ("req" or "req/sub") names a request (and sub-request) of the claim. */
-static bool ref_ok(const struct dalloc_claim *cl, const char *ref)
-{
-    const char *slash = strchr(ref, '/');
-    size_t n = slash ? (size_t)(slash - ref) : strlen(ref);
-
-    for (size_t i = 0; i < cl->n_requests; i++) {
-        const struct dalloc_request *rq = &cl->requests[i];
-        if (strlen(rq->name) != n || strncmp(rq->name, ref, n) != 0)
-            continue;
-        if (!slash)
-            return true;
-        for (size_t k = 0; rq->first_available && k < rq->n_subs; k++)
-            if (strcmp(rq->subs[k].name, slash + 1) == 0)
-                return true;
-    }
-    return false;
-}
-
 static int decode_constraint(const struct ctx *c, const struct dalloc_gates *g,
                              const struct dalloc_claim *cl, json_t *j, size_t idx,
                              struct dalloc_constraint *k)
 {
-    char f[96];
+    char f[96], af[128];
+    const char *attr;
     json_t *reqs = json_object_get(j, "requests");
     int r;
 
@@ -955,19 +966,19 @@ static int decode_constraint(const struct ctx *c, const struct dalloc_gates *g,
     if (!k->match == !k->distinct)
         return fail(c, -EINVAL, f,
                     "exactly one of `matchAttribute` or `distinctAttribute` is required");
-    if (!qualified_name(k->match ? k->match : k->distinct, true))
-        return fail(c, -EINVAL, f,
-                    "attribute must be a fully qualified name (<DNS subdomain>/<C identifier>)");
+    snprintf(af, sizeof(af), "%s.%s", f, k->match ? "matchAttribute" : "distinctAttribute");
+    attr = k->match ? k->match : k->distinct;
+    if ((r = check_name(c, af, attr, dalloc_name_fully_qualified(attr))) < 0)
+        return r;
+    if (reqs && !json_is_null(reqs) && !json_is_array(reqs))
+        return fail(c, -EINVAL, f, "requests: must be a list");
     k->requests = calloc(json_array_size(reqs) + 1, sizeof(*k->requests));
     if (!k->requests)
         return -ENOMEM;
-    for (size_t i = 0; i < json_array_size(reqs); i++) {
-        const char *ref = json_string_value(json_array_get(reqs, i));
-        if (!ref || !ref_ok(cl, ref))
-            return fail(c, -EINVAL, f, "requests[%zu]: must be the name of a request in the claim",
-                        i);
-        k->requests[k->n_requests++] = ref;
-    }
+    if ((r = request_refs(c, cl, f, reqs)) < 0)
+        return r;
+    for (size_t i = 0; i < json_array_size(reqs); i++)
+        k->requests[k->n_requests++] = json_string_value(json_array_get(reqs, i));
     return 0;
 }
 
@@ -1024,7 +1035,7 @@ static int claim_devices(const struct ctx *c, const struct dalloc_gates *g, json
         if (r < 0)
             return r;
     }
-    return 0;
+    return decode_configs(c, cl, "spec.devices.config", cl->config);
 }
 
 int dalloc_decode_claim(struct dalloc *a, json_t *obj, struct diag *d)

@@ -32,6 +32,9 @@
     "kind: ResourceClaim\nmetadata: {name: " name ", namespace: default}\n"                        \
     "spec: {devices: {requests: " reqs extra "}}\n---\n"
 #define ONE "[{name: r, exactly: {deviceClassName: a}}]"
+#define LABEL_WHY                                                                                  \
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and "   \
+    "must start and end with an alphanumeric character"
 
 struct tcase {
     const char *name;
@@ -218,19 +221,92 @@ static const struct tcase CASES[] = {
      NULL, 0, -EINVAL, NULL, "DRAConsumableCapacity feature is disabled"},
     {"request name not a DNS label",
      CLASS_A CLAIM("c1", "[{name: R0, exactly: {deviceClassName: a}}]", ""), NULL, 0, -EINVAL, NULL,
-     "spec.devices.requests[0].name: must be a DNS label"},
+     "spec.devices.requests[0].name: Invalid value: \"R0\": a lowercase RFC 1123 label"},
     {"attribute name not qualified",
      CLASS_A SLICE("s1", "p1", "1", "1", "nodeName: n1",
                    "[{name: d1, attributes: {a/b/c: {int: 1}}}]"),
-     NULL, 0, -EINVAL, NULL, "spec.devices[0].attributes[a/b/c]: must be a C identifier"},
+     NULL, 0, -EINVAL, NULL,
+     "spec.devices[0].attributes[a/b/c]: Invalid value: \"a/b/c\": must be a C identifier, or a "
+     "domain and a C identifier separated by one '/'"},
     {"driver not a DNS subdomain",
      "kind: ResourceSlice\nmetadata: {name: s1}\nspec: {driver: Bad_Driver, pool: {name: p1, "
      "generation: 1, "
      "resourceSliceCount: 1}, nodeName: n1}\n",
-     NULL, 0, -EINVAL, NULL, "ResourceSlice s1: spec.driver: must be a DNS subdomain"},
+     NULL, 0, -EINVAL, NULL,
+     "ResourceSlice s1: spec.driver: Invalid value: \"Bad_Driver\": a lowercase RFC 1123 "
+     "subdomain"},
     {"matchAttribute without a domain",
      CLASS_A CLAIM("c1", ONE, ", constraints: [{matchAttribute: numa}]"), NULL, 0, -EINVAL, NULL,
-     "must be a fully qualified name"},
+     "constraints[0].matchAttribute: Invalid value: \"numa\": must include a domain"},
+    {"device name not a DNS label",
+     CLASS_A SLICE("s1", "p1", "1", "1", "nodeName: n1", "[{name: d1}, {name: dB}]"), NULL, 0,
+     -EINVAL, NULL, "ResourceSlice s1: spec.devices[1].name: Invalid value: \"dB\": " LABEL_WHY},
+    {"pool name segment empty", CLASS_A SLICE("s1", "a//b", "1", "1", "nodeName: n1", "[]"), NULL,
+     0, -EINVAL, NULL, "spec.pool.name: Invalid value: \"a//b\": a lowercase RFC 1123 subdomain"},
+    {"slice name not a DNS subdomain",
+     CLASS_A SLICE("S_1", "p1", "1", "1", "nodeName: n1", "[{name: d1}]"), NULL, 0, -EINVAL, NULL,
+     "ResourceSlice S_1: metadata.name: Invalid value: \"S_1\": a lowercase RFC 1123 subdomain"},
+    {"namespace not a DNS label",
+     CLASS_A "kind: ResourceClaim\nmetadata: {name: c1, namespace: a.b}\n"
+             "spec: {devices: {requests: " ONE "}}\n",
+     NULL, 0, -EINVAL, NULL,
+     "ResourceClaim a.b/c1: metadata.namespace: Invalid value: \"a.b\": " LABEL_WHY},
+    {"class name too long",
+     "kind: DeviceClass\nmetadata: {name: "
+     "a123456789012345678901234567890123456789012345678901234567890123456789012345678901234567"
+     "890123456789012345678901234567890123456789012345678901234567890123456789012345678901234"
+     "5678901234567890123456789012345678901234567890123456789012345678901234567890123456789}\n",
+     NULL, 0, -EINVAL, NULL, "...\": must be no more than 253 characters"},
+    {"sub-request name not a DNS label",
+     CLASS_A CLAIM("c1", "[{name: r, firstAvailable: [{name: s_1, deviceClassName: a}]}]", ""),
+     NULL, 0, -EINVAL, NULL,
+     "spec.devices.requests[0].firstAvailable[0].name: Invalid value: \"s_1\": " LABEL_WHY},
+    {"counter set and counter names",
+     CLASS_A SLICE(
+         "s1", "p1", "1", "2", "nodeName: n1",
+         "[]") "kind: ResourceSlice\nmetadata: {name: s2}\nspec: {driver: a, pool: {name: p1, "
+               "generation: 1, resourceSliceCount: 2}, nodeName: n1, sharedCounters: [{name: cs, "
+               "counters: {memSlices: {value: 1}}}]}\n",
+     "DRAPartitionableDevices=true", 0, -EINVAL, NULL,
+     "ResourceSlice s2: spec.sharedCounters[0].counters[memSlices]: Invalid value"},
+    {"consumed counter set name",
+     CLASS_A SLICE("s1", "p1", "1", "1", "nodeName: n1",
+                   "[{name: d1, consumesCounters: [{counterSet: Cs, counters: {m: {value: 1}}}]}]"),
+     "DRAPartitionableDevices=true", 0, -EINVAL, NULL,
+     "spec.devices[0].consumesCounters[0].counterSet: Invalid value: \"Cs\""},
+    {"taint key",
+     CLASS_A SLICE("s1", "p1", "1", "1", "nodeName: n1",
+                   "[{name: d1, taints: [{key: 'a/b/c', effect: NoSchedule}]}]"),
+     "DRADeviceTaints=true", 0, -EINVAL, NULL, "spec.devices[0].taints[0].key: Invalid value"},
+    {"toleration key",
+     CLASS_A CLAIM("c1",
+                   "[{name: r, exactly: {deviceClassName: a, tolerations: [{key: '-k', "
+                   "operator: Exists}]}}]",
+                   ""),
+     "DRADeviceTaints=true", 0, -EINVAL, NULL,
+     "exactly.tolerations[0].key: Invalid value: \"-k\": name part must consist of"},
+    {"capacity request name",
+     CLASS_A CLAIM(
+         "c1", "[{name: r, exactly: {deviceClassName: a, capacity: {requests: {1bw: 3}}}}]", ""),
+     "DRAConsumableCapacity=true", 0, -EINVAL, NULL,
+     "exactly.capacity.requests[1bw]: Invalid value: \"1bw\": a valid C identifier"},
+    {"class config driver",
+     "kind: DeviceClass\nmetadata: {name: a}\nspec: {config: [{opaque: {driver: A, "
+     "parameters: {}}}]}\n",
+     NULL, 0, -EINVAL, NULL,
+     "DeviceClass a: spec.config[0].opaque.driver: Invalid value: \"A\": a lowercase RFC 1123"},
+    {"claim config names unknown request",
+     CLASS_A CLAIM("c1", ONE,
+                   ", config: [{requests: [r, x], opaque: {driver: a, parameters: {}}}]"),
+     NULL, 0, -EINVAL, NULL, "spec.devices.config[0]: requests[1]: must be the name of a request"},
+    {"constraint names a request twice",
+     CLASS_A CLAIM("c1", ONE, ", constraints: [{matchAttribute: a/x, requests: [r, r]}]"), NULL, 0,
+     -EINVAL, NULL, "constraints[0]: requests[1]: Duplicate value: \"r\""},
+    {"valid names accepted",
+     CLASS_A SLICE("s1", "gpu.example.com/p-1", "1", "1", "nodeName: n1",
+                   "[{name: gpu-0, attributes: {example.com/_Model2: {int: 1}, numa: {int: 0}}}]")
+         CLAIM("c1", ONE, ", constraints: [{matchAttribute: example.com/_Model2, requests: [r]}]"),
+     NULL, 0, 0, "c1:r=gpu-0", NULL},
     {"admin access outside an admin namespace",
      "kind: Namespace\nmetadata: {name: default}\n---\n" CLASS_A CLAIM(
          "c1", "[{name: r, exactly: {deviceClassName: a, adminAccess: true}}]", ""),
