@@ -6,7 +6,8 @@
  * taints against tolerations (Equal, Exists, no operator, empty key, empty effect, NoExecute,
  * PreferNoSchedule ignored, the first untolerated taint named), spec.nodeSelector, every node
  * selector operator, ORed terms and ANDed requirements, empty terms, matchFields on metadata.name,
- * the filters' order, and invalid fields of either object.
+ * the filters' order, and invalid fields of either object; and each pod of
+ * examples/dra/schedule-node-filters.yaml on each of its nodes.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,6 +19,7 @@
 
 #include "base-diag.h"
 #include "base-doc.h"
+#include "base-macro.h"
 #include "sched-nodes.h"
 
 struct tcase {
@@ -351,12 +353,74 @@ static void test_buffers(void **state)
     assert_string_equal(reason, "invalid pod: sp");
 }
 
+/* examples/dra/schedule-node-filters.yaml: what the filters say for each of its pods on each node
+ * (the example's header states the schedule that follows). */
+static void test_example(void **state)
+{
+#define TAINT "node(s) had untolerated taint {dedicated: training}"
+    static const struct {
+        const char *pod, *node, *want;
+    } WANT[] = {
+        {"plain", "dgx-h100-0", TAINT},
+        {"plain", "pcie-t4-0", NULL},
+        {"trainer", "dgx-h100-0", NULL},
+        {"trainer", "pcie-t4-0", AFF},
+        {"trainer-no-toleration", "dgx-h100-0", TAINT},
+        {"trainer-no-toleration", "pcie-t4-0", AFF},
+        {"inference", "dgx-h100-0", TAINT},
+        {"inference", "pcie-t4-0", NULL},
+        {"anywhere", "dgx-h100-0", NULL},
+        {"anywhere", "pcie-t4-0", NULL},
+        {"big-memory", "dgx-h100-0", NULL},
+        {"big-memory", "pcie-t4-0", AFF},
+    };
+#undef TAINT
+    _cleanup_(doc_freep) struct doc *doc = NULL;
+    size_t checked = 0;
+    struct diag d;
+
+    (void)state;
+    diag_init(&d);
+    if (doc_load_file(DRA_EXAMPLES_DIR "/schedule-node-filters.yaml", &d, &doc) < 0)
+        fail_msg("%s", d.msg);
+    for (size_t i = 0; i < doc_count(doc); i++) {
+        const json_t *pod = doc_root(doc, i);
+
+        if (strcmp(json_string_value(json_object_get(pod, "kind")), "Pod") != 0)
+            continue;
+        for (size_t j = 0; j < doc_count(doc); j++) {
+            const json_t *node = doc_root(doc, j);
+            const char *pname, *nname, *reason;
+            char buf[SCHED_NODE_REASON_MAX];
+            size_t k;
+            bool fits;
+
+            if (strcmp(json_string_value(json_object_get(node, "kind")), "Node") != 0)
+                continue;
+            pname = json_string_value(json_object_get(json_object_get(pod, "metadata"), "name"));
+            nname = json_string_value(json_object_get(json_object_get(node, "metadata"), "name"));
+            for (k = 0; k < ARRAY_SIZE(WANT); k++)
+                if (strcmp(WANT[k].pod, pname) == 0 && strcmp(WANT[k].node, nname) == 0)
+                    break;
+            if (k == ARRAY_SIZE(WANT))
+                fail_msg("pod %s on node %s: not in the table", pname, nname);
+            fits = sched_node_fits(pod, node, buf, sizeof(buf), &reason);
+            if (fits != !WANT[k].want || (!fits && strcmp(reason, WANT[k].want) != 0))
+                fail_msg("pod %s on node %s: got %s, want %s", pname, nname, fits ? "fit" : reason,
+                         WANT[k].want ? WANT[k].want : "fit");
+            checked++;
+        }
+    }
+    assert_int_equal(checked, ARRAY_SIZE(WANT));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cases),
         cmocka_unit_test(test_not_objects),
         cmocka_unit_test(test_buffers),
+        cmocka_unit_test(test_example),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
