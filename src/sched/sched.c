@@ -18,6 +18,7 @@
 
 #include "base-doc.h"
 #include "sched-internal.h"
+#include "sched-nodes.h"
 
 int sched_new(const struct dalloc_gates *gates, struct sched **ret)
 {
@@ -258,11 +259,15 @@ static json_t *devices_of(json_t *claims)
 }
 
 /* The id of the pod's shape: what decides its outcome on a node — its pending claims' namespaces
- * and specs (claim names only name the results). Consecutive pods mostly share one, so the last
- * is compared first. */
-static int shape_id(struct sched *s, json_t *mine, size_t *ret)
+ * and specs (claim names only name the results) and what the node filters read (node selector,
+ * affinity, tolerations). Consecutive pods mostly share one, so the last is compared first. */
+static int shape_id(struct sched *s, json_t *pod, json_t *mine, size_t *ret)
 {
-    _cleanup_json_ json_t *key = json_array();
+    json_t *spec = json_object_get(pod, "spec");
+    _cleanup_json_ json_t *key =
+        json_pack("[O?O?O?]", json_object_get(spec, "nodeSelector"),
+                  json_object_get(json_object_get(spec, "affinity"), "nodeAffinity"),
+                  json_object_get(spec, "tolerations"));
     _cleanup_free_ char *text = NULL;
     json_t *c, *id;
     size_t i;
@@ -316,10 +321,25 @@ static bool reusable(json_t *claims)
     return true;
 }
 
-/* Evaluates the pod (claims `mine`, shape id) on node sn unless its kept outcome still holds. */
-static int evaluate(struct sched *s, struct snode *sn, json_t *mine, size_t shape, struct diag *d,
-                    struct sched_stats *st)
+/* Records that a node filter rejected the pod's shape on sn. */
+static int node_rejects(struct sched *s, struct snode *sn, const char *reason, size_t shape)
 {
+    json_decref(sn->alloc);
+    sn->alloc = NULL;
+    sn->fits = false;
+    sn->shape = shape + 1;
+    sn->seen_version = sn->version;
+    sn->seen_global = s->global_version;
+    return sched_reason_fixed(s, reason, &sn->reason);
+}
+
+/* Evaluates the pod (claims `mine`, shape id) on node sn unless its kept outcome still holds: the
+ * node filters, then the allocator. */
+static int evaluate(struct sched *s, struct snode *sn, json_t *pod, json_t *mine, size_t shape,
+                    struct diag *d, struct sched_stats *st)
+{
+    char why[SCHED_NODE_REASON_MAX];
+    const char *reason;
     json_t *got = NULL;
     struct diag nd;
     double t;
@@ -329,6 +349,8 @@ static int evaluate(struct sched *s, struct snode *sn, json_t *mine, size_t shap
     if (sn->shape == shape + 1 && sn->seen_version == sn->version &&
         sn->seen_global == s->global_version)
         return 0;
+    if (!sched_node_fits(pod, sn->obj, why, sizeof(why), &reason))
+        return node_rejects(s, sn, reason, shape);
     diag_init(&nd);
     t = now_s();
     r = sched_node_allocator(s, sn, &nd);
@@ -387,13 +409,13 @@ static json_t *allocated_copies(json_t *mine, json_t *alloc)
 static const char PINNED[] = "a claim of the pod is allocated for another node";
 
 /* Tries every node (in name order) for the pod; *best the first of the highest score. */
-static int filter(struct sched *s, json_t *mine, const char *pin, struct diag *d,
+static int filter(struct sched *s, json_t *pod, json_t *mine, const char *pin, struct diag *d,
                   struct sched_stats *st, struct snode **best, struct tally **t, size_t *nt)
 {
     size_t shape, pinned;
     int r;
 
-    if ((r = shape_id(s, mine, &shape)) < 0 || (r = sched_reason_fixed(s, PINNED, &pinned)) < 0)
+    if ((r = shape_id(s, pod, mine, &shape)) < 0 || (r = sched_reason_fixed(s, PINNED, &pinned)) < 0)
         return r;
     *best = NULL;
     for (size_t i = 0; i < s->n_nodes; i++) {
@@ -401,7 +423,7 @@ static int filter(struct sched *s, json_t *mine, const char *pin, struct diag *d
 
         if (pin && strcmp(pin, sn->name) != 0)
             r = sched_tally_add(t, nt, pinned);
-        else if ((r = evaluate(s, sn, mine, shape, d, st)) < 0)
+        else if ((r = evaluate(s, sn, pod, mine, shape, d, st)) < 0)
             return r;
         else if (!sn->fits)
             r = sched_tally_add(t, nt, sn->reason);
@@ -430,7 +452,7 @@ static int sched_pod(struct sched *s, json_t *pod, struct diag *d, struct sched_
     if (!mine)
         return -ENOMEM;
     if ((r = pod_claims(s, pod, d, mine, &pin)) < 0 ||
-        (r = filter(s, mine, pin, d, st, &best, &t, &nt)) < 0)
+        (r = filter(s, pod, mine, pin, d, st, &best, &t, &nt)) < 0)
         return r;
     if (key_of(pod, key, sizeof(key)) < 0)
         return -EINVAL;

@@ -162,7 +162,7 @@ def check_claim_spec(spec):
 
 @pytest.mark.parametrize("obj", _objects())
 def test_example_object_is_valid(obj, components):
-    if obj["kind"] == "Node":
+    if obj["kind"] in ("Node", "Pod"):
         assert obj["apiVersion"] == "v1"
         assert dns_subdomain(obj["metadata"]["name"])
         assert all(isinstance(v, str) for v in obj["metadata"].get("labels", {}).values())

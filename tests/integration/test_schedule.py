@@ -170,3 +170,52 @@ def test_bench_gen_input(gp, tmp_path):
     assert [x["node"] for x in out["pods"]] == ["node-00000"] * 8 + ["node-00001"] * 8
     devices = [d.split("=")[1] for x in out["pods"] for d in x["devices"]]
     assert len(set(devices)) == 16
+
+
+EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples" / "dra"
+
+
+def test_node_filters_example(gp):
+    """examples/dra/schedule-node-filters.yaml: a tainted, labelled DGX and a T4 node; pods with
+    node selectors, affinity and tolerations land where the scheduler's node filters allow."""
+    p = gp.run("schedule", "-o", "json", *[a for f in ("deviceclasses.yaml",
+               "slices-dgx-h100-0.yaml", "slices-pcie-t4-0.yaml", "schedule-node-filters.yaml")
+               for a in ("-f", EXAMPLES / f)])
+    assert p.returncode == 1, p.stderr
+    pods = {x["pod"].split("/")[1]: x for x in json.loads(p.stdout)["pods"]}
+    assert {k: v["node"] for k, v in pods.items()} == {
+        "plain": "pcie-t4-0", "trainer": "dgx-h100-0", "trainer-no-toleration": None,
+        "inference": "pcie-t4-0", "anywhere": "dgx-h100-0", "big-memory": "dgx-h100-0"}
+    assert pods["trainer-no-toleration"]["reasons"] == {
+        "node(s) had untolerated taint {dedicated: training}": 1,
+        "node(s) didn't match Pod's node affinity/selector": 1}
+    assert pods["big-memory"]["devices"] == [
+        "big-memory-gpu/gpu=gpu.nvidia.com/dgx-h100-0/gpu-2"]
+
+
+def test_fill_invariants(gp, tmp_path):
+    """A mixed workload larger than the cluster (reused outcomes, commits on every node): no
+    device is given twice, every device is on the pod's node, 4-GPU pods share an NVLink domain,
+    and the cluster ends full for single-GPU pods."""
+    gen = pathlib.Path(__file__).resolve().parents[2] / "bench" / "dra" / "gen.py"
+    subprocess.run([sys.executable, str(gen), "--out", str(tmp_path), "--nodes", "12",
+                    "--workload", "mixed", "--mix", "single=0.6,nvlink4=0.4", "--pods", "60",
+                    "--format", "json"], check=True, capture_output=True)
+    p = gp.run("schedule", "-o", "json", "-f", tmp_path / "cluster.json", "-f",
+               tmp_path / "workload.json")
+    assert p.returncode == 1, p.stderr
+    out = json.loads(p.stdout)
+    cluster = json.loads((tmp_path / "cluster.json").read_text())
+    domain = {(s["spec"]["pool"]["name"], d["name"]): d["attributes"]["gpuplane.dev/nvlinkDomain"]
+              for s in cluster["items"] if s["kind"] == "ResourceSlice" for d in s["spec"]["devices"]}
+    used = []
+    for pod in out["pods"]:
+        devs = [d.split("=")[1].split("/") for d in pod["devices"]]
+        assert all(pool == pod["node"] for _, pool, _ in devs)
+        used += [(pool, dev) for _, pool, dev in devs]
+        if len(devs) == 4:
+            assert len({domain[(pool, dev)]["string"] for _, pool, dev in devs}) == 1
+    assert len(used) == len(set(used))
+    assert len(used) == 96 or all(p["node"] for p in out["pods"])
+    single_left = [p for p in out["pods"] if p["node"] is None and "single" in p["pod"]]
+    assert not single_left or len(used) == 96
