@@ -415,7 +415,8 @@ static int filter(struct sched *s, json_t *pod, json_t *mine, const char *pin, s
     size_t shape, pinned;
     int r;
 
-    if ((r = shape_id(s, pod, mine, &shape)) < 0 || (r = sched_reason_fixed(s, PINNED, &pinned)) < 0)
+    if ((r = shape_id(s, pod, mine, &shape)) < 0 ||
+        (r = sched_reason_fixed(s, PINNED, &pinned)) < 0)
         return r;
     *best = NULL;
     for (size_t i = 0; i < s->n_nodes; i++) {
