@@ -487,3 +487,16 @@ bool sched_node_fits(const json_t *pod, const json_t *node, char *buf, size_t n,
         return reject(&w, SCHED_REASON_AFFINITY);
     return true;
 }
+
+bool sched_node_selector_matches(const json_t *selector, const json_t *node)
+{
+    const json_t *meta = member(node, "metadata"), *term;
+    size_t i;
+
+    json_array_foreach(member(selector, "nodeSelectorTerms"), i, term)
+    {
+        if (term_matches(term, member(meta, "labels"), str(meta, "name")))
+            return true;
+    }
+    return false;
+}

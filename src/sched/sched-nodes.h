@@ -34,3 +34,10 @@
  */
 bool sched_node_fits(const json_t *pod, const json_t *node, char *buf, size_t n,
                      const char **reason);
+
+/* Whether node matches a core v1 NodeSelector (any of its nodeSelectorTerms), such as an allocated
+ * claim's status.allocation.nodeSelector. */
+bool sched_node_selector_matches(const json_t *selector, const json_t *node);
+
+/* The scheduler's reason for a node outside an allocated claim's node selector. */
+#define SCHED_REASON_CLAIM_NODE "resourceclaim not available on the node"

@@ -124,10 +124,18 @@ int sched_add(struct sched *s, json_t *obj, struct diag *d)
     return json_array_append(s->common, obj) < 0 ? -ENOMEM : 0;
 }
 
-/* The pod's pending claims, generated from templates or named; -ENOENT with d for unknown ones.
- * *pin: the node a named claim was allocated for earlier in this run (the pod must go there). */
-static int pod_claims(struct sched *s, json_t *pod, struct diag *d, json_t *out, const char **pin)
+/* What a pod brings: its pending claims, and where its allocated claims let it go. */
+struct spod {
+    json_t *pod;
+    json_t *mine;      /* pending claims, generated from templates or named */
+    const char *pin;   /* the node a named claim was allocated for earlier in this run */
+    json_t *selectors; /* the node selectors of named claims allocated before the run */
+};
+
+/* Fills p->mine, p->pin and p->selectors; -ENOENT with d for unknown claims or templates. */
+static int pod_claims(struct sched *s, struct spod *p, struct diag *d)
 {
+    json_t *pod = p->pod, *out = p->mine;
     const char *ns = str_at(pod, "metadata", "namespace");
     const char *pname = str_at(pod, "metadata", "name");
     json_t *prc, *c;
@@ -154,9 +162,13 @@ static int pod_claims(struct sched *s, json_t *pod, struct diag *d, json_t *out,
                                  key);
             if (allocated(c)) {
                 const char *b = json_string_value(json_object_get(s->bound, key));
+                json_t *sel = json_object_get(
+                    json_object_get(json_object_get(c, "status"), "allocation"), "nodeSelector");
 
                 if (b)
-                    *pin = b;
+                    p->pin = b;
+                else if (sel && json_array_append(p->selectors, sel) < 0)
+                    return -ENOMEM;
                 continue;
             }
             if (json_array_append(out, c) < 0)
@@ -408,25 +420,49 @@ static json_t *allocated_copies(json_t *mine, json_t *alloc)
 
 static const char PINNED[] = "a claim of the pod is allocated for another node";
 
-/* Tries every node (in name order) for the pod; *best the first of the highest score. */
-static int filter(struct sched *s, json_t *pod, json_t *mine, const char *pin, struct diag *d,
-                  struct sched_stats *st, struct snode **best, struct tally **t, size_t *nt)
+/* Whether node sn is outside where the pod's claims allocated elsewhere let it go; *reason. */
+static bool claim_elsewhere(const struct spod *p, const struct snode *sn, const char **reason)
 {
-    size_t shape, pinned;
+    json_t *sel;
+    size_t i;
+
+    if (p->pin && strcmp(p->pin, sn->name) != 0) {
+        *reason = PINNED;
+        return true;
+    }
+    json_array_foreach(p->selectors, i, sel)
+    {
+        if (!sched_node_selector_matches(sel, sn->obj)) {
+            *reason = SCHED_REASON_CLAIM_NODE;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Tries every node (in name order) for the pod; *best the first of the highest score. */
+static int filter(struct sched *s, struct spod *p, struct diag *d, struct sched_stats *st,
+                  struct snode **best, struct tally **t, size_t *nt)
+{
+    const char *elsewhere;
+    size_t shape, id;
     int r;
 
-    if ((r = shape_id(s, pod, mine, &shape)) < 0 ||
-        (r = sched_reason_fixed(s, PINNED, &pinned)) < 0)
+    if ((r = shape_id(s, p->pod, p->mine, &shape)) < 0)
         return r;
     *best = NULL;
     for (size_t i = 0; i < s->n_nodes; i++) {
         struct snode *sn = &s->nodes[i];
 
-        if (pin && strcmp(pin, sn->name) != 0)
-            r = sched_tally_add(t, nt, pinned);
-        else if ((r = evaluate(s, sn, pod, mine, shape, d, st)) < 0)
+        if (claim_elsewhere(p, sn, &elsewhere)) {
+            if ((r = sched_reason_fixed(s, elsewhere, &id)) < 0 ||
+                (r = sched_tally_add(t, nt, id)) < 0)
+                return r;
+            continue;
+        }
+        if ((r = evaluate(s, sn, p->pod, p->mine, shape, d, st)) < 0)
             return r;
-        else if (!sn->fits)
+        if (!sn->fits)
             r = sched_tally_add(t, nt, sn->reason);
         else if (!*best || sn->score > (*best)->score)
             *best = sn;
@@ -441,19 +477,19 @@ static int sched_pod(struct sched *s, json_t *pod, struct diag *d, struct sched_
                      json_t **out)
 {
     _cleanup_json_ json_t *mine = json_array();
+    _cleanup_json_ json_t *selectors = json_array();
     _cleanup_json_ json_t *claims = NULL;
     _cleanup_free_ struct tally *t = NULL;
+    struct spod p = {pod, mine, NULL, selectors};
     struct snode *best;
-    const char *pin = NULL;
     size_t nt = 0;
     char key[512];
     double t0;
     int r;
 
-    if (!mine)
+    if (!mine || !selectors)
         return -ENOMEM;
-    if ((r = pod_claims(s, pod, d, mine, &pin)) < 0 ||
-        (r = filter(s, pod, mine, pin, d, st, &best, &t, &nt)) < 0)
+    if ((r = pod_claims(s, &p, d)) < 0 || (r = filter(s, &p, d, st, &best, &t, &nt)) < 0)
         return r;
     if (key_of(pod, key, sizeof(key)) < 0)
         return -EINVAL;

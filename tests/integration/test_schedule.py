@@ -219,3 +219,38 @@ def test_fill_invariants(gp, tmp_path):
     assert len(used) == 96 or all(p["node"] for p in out["pods"])
     single_left = [p for p in out["pods"] if p["node"] is None and "single" in p["pod"]]
     assert not single_left or len(used) == 96
+
+
+def test_allocated_claim_node_selector(gp):
+    """A pod using a claim allocated before the run (on n2's device, node selector n2) can only go
+    to n2, though n1 sorts first; its template claim is allocated there too (n2 has a second a
+    device). Other nodes give the scheduler's reason."""
+    extra = """
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: s2b}
+spec: {driver: a, pool: {name: n2b, generation: 1, resourceSliceCount: 1}, nodeName: n2, devices: [{name: g1}]}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: shared, namespace: default}
+spec: {devices: {requests: [{name: r, exactly: {deviceClassName: a}}]}}
+status:
+  allocation:
+    devices: {results: [{request: r, driver: a, pool: n2, device: g0}]}
+    nodeSelector:
+      nodeSelectorTerms: [{matchFields: [{key: metadata.name, operator: In, values: [n2]}]}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: user, namespace: default}
+spec:
+  resourceClaims: [{name: s, resourceClaimName: shared}, {name: gpu, resourceClaimTemplateName: one-a}]
+"""
+    p = run(gp, "-o", "json", stdin=CLUSTER + extra)
+    assert p.returncode == 0, p.stderr
+    (pod,) = json.loads(p.stdout)["pods"]
+    assert pod["node"] == "n2"
+    assert pod["devices"] == ["user-gpu/r=a/n2b/g1"]
+    assert pod["reasons"] == {"resourceclaim not available on the node": 2}
