@@ -40,11 +40,11 @@ struct dra_config {
 
 /* One device allocated to the claim by this driver on this node. */
 struct dra_claim_device {
-    char *request;     /* the result's request as written ("gpu" or "gpu/sub") */
+    char *request;      /* the result's request as written ("gpu" or "gpu/sub") */
     char *base_request; /* the request name the kubelet wants ("gpu") */
     char *pool;
-    char *device;      /* "gpu-0", "gpu-0-mig-1g5gb-19-0" */
-    char *share_id;    /* or NULL */
+    char *device;   /* "gpu-0", "gpu-0-mig-1g5gb-19-0" */
+    char *share_id; /* or NULL */
     bool admin_access;
     struct dra_config config; /* the last applicable config (class configs, then claim configs) */
 };
@@ -96,8 +96,8 @@ _wur_ int dra_cdi_remove(const char *cdi_root, const char *uid, struct diag *d);
 
 /* The device name gpuplane publishes for a GPU ("gpu-<minor>") or a MIG device
  * ("gpu-<parent minor>-mig-<profile, RFC 1123>-<GI profile id>-<placement start>"). */
-_wur_ int dra_device_name(const struct gpu_device *gpu, const struct gpu_mig_device *mig,
-                          char *buf, size_t n);
+_wur_ int dra_device_name(const struct gpu_device *gpu, const struct gpu_mig_device *mig, char *buf,
+                          size_t n);
 /* The GPU (and MIG device, or NULL) inv has under a published device name; -ENOENT. */
 _wur_ int dra_device_find(const struct gpu_inventory *inv, const char *name,
                           const struct gpu_device **gpu, const struct gpu_mig_device **mig);

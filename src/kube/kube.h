@@ -25,18 +25,18 @@
 
 /* How to reach the API server and who we are. Strings are owned (freed by kube_config_free). */
 struct kube_config {
-    char *server;      /* "https://host:port" (no trailing slash) */
-    char *ca_file;     /* PEM bundle file, or NULL */
-    char *ca_pem;      /* PEM bundle (kubeconfig certificate-authority-data, decoded), or NULL */
-    char *token;       /* bearer token, or NULL */
-    char *token_file;  /* read for every request when it changed (rotation), or NULL */
-    char *cert_file;   /* client certificate / key files, or NULL */
+    char *server;     /* "https://host:port" (no trailing slash) */
+    char *ca_file;    /* PEM bundle file, or NULL */
+    char *ca_pem;     /* PEM bundle (kubeconfig certificate-authority-data, decoded), or NULL */
+    char *token;      /* bearer token, or NULL */
+    char *token_file; /* read for every request when it changed (rotation), or NULL */
+    char *cert_file;  /* client certificate / key files, or NULL */
     char *key_file;
-    char *cert_pem;    /* client certificate / key data (kubeconfig *-data, decoded), or NULL */
+    char *cert_pem; /* client certificate / key data (kubeconfig *-data, decoded), or NULL */
     char *key_pem;
-    bool insecure;     /* insecure-skip-tls-verify: only when the loader was allowed to */
-    char *namespace_;  /* the context's namespace, or the pod's (in-cluster), or "default" */
-    char *source;      /* "in-cluster" or the kubeconfig's path: for messages */
+    bool insecure;    /* insecure-skip-tls-verify: only when the loader was allowed to */
+    char *namespace_; /* the context's namespace, or the pod's (in-cluster), or "default" */
+    char *source;     /* "in-cluster" or the kubeconfig's path: for messages */
 };
 
 struct kube_config_options {
