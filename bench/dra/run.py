@@ -376,6 +376,11 @@ def col(v, spec, width):
     return f"{fmt(v, spec):>{width}}"
 
 
+def rate_spec(v):
+    """One decimal, or three significant digits below 1 (1 pod in 40 s is 0.0246 pods/s)."""
+    return ".3g" if v is not None and v < 1 else ".1f"
+
+
 def rss_col(r):
     rss = r.get("peak_rss_kib")
     if rss is None:
@@ -396,7 +401,7 @@ def table(rows):
                 scheduled += f" {r['status']}"
             sched = fmt(r.get("sched_s"), ".3f")
         lines.append(f"| {r['scenario']:12} | {r['nodes']:5} | {col(r.get('pods'), 'd', 5)} | "
-                     f"{scheduled:>9} | {col(r.get('pods_per_s'), '.1f', 9)} | "
+                     f"{scheduled:>9} | {col(r.get('pods_per_s'), rate_spec(r.get('pods_per_s')), 9)} | "
                      f"{col(r.get('us_per_filter'), '.1f', 18)} | {sched:>7} | "
                      f"{col(r.get('load_s'), '.2f', 6)} | "
                      f"{rss_col(r)} |")
@@ -503,7 +508,8 @@ def main():
             else:
                 msg = (f"{row['scheduled']}/{row['pods']} scheduled (expected {sc.expected}"
                        f"{'' if row['status'] == 'ok' else ': MISMATCH'}), sched "
-                       f"{fmt(row.get('sched_s'), '.3f')} s, {fmt(row.get('pods_per_s'), '.1f')} "
+                       f"{fmt(row.get('sched_s'), '.3f')} s, "
+                       f"{fmt(row.get('pods_per_s'), rate_spec(row.get('pods_per_s')))} "
                        f"pods/s, load {fmt(row.get('load_s'), '.2f')} s, peak RSS "
                        f"{row['peak_rss_kib'] / 1024:.1f} MiB")
             progress(f"{tag}: {msg}")

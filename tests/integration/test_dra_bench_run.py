@@ -6,7 +6,6 @@ GPUs: 128; one 4-GPU pod per node: all; the issue 131730 pod: none). Also the pa
 `stats:` line and the per-scenario timeout."""
 import importlib.util
 import json
-import pathlib
 import subprocess
 
 from conftest import BUILD, ROOT
