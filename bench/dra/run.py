@@ -77,7 +77,7 @@ class Scenario:
             self.gen + ["--out", str(out)]
 
 
-def scenarios(sizes, worst_alloc=True):
+def scenarios(sizes):
     out = []
     for n in sizes:
         gpus = n * GPUS_PER_NODE
@@ -90,9 +90,8 @@ def scenarios(sizes, worst_alloc=True):
         out.append(Scenario(f"pcie4-{n}", "schedule", n, "pcie4", n, n,
                             gen=["--gpus-per-root", "4"],
                             note="4 GPUs, matchAttribute pcieRoot (4 GPUs per root)"))
-    if worst_alloc:
-        out.append(Scenario("worst-alloc", "allocate", 1, "worst", 1, 0, gen=["--format", "json"],
-                            note="issue 131730, gpuplane allocate on one node"))
+    out.append(Scenario("worst-alloc", "allocate", 1, "worst", 1, 0, gen=["--format", "json"],
+                        note="issue 131730, gpuplane allocate on one node"))
     for n in sizes:
         out.append(Scenario(f"worst-{n}", "schedule", n, "worst", 1, 0,
                             note="issue 131730, 1 pod over every node"))
