@@ -234,7 +234,8 @@ NUM = r"([0-9]+(?:\.[0-9]*)?(?:[eE][-+]?[0-9]+)?)"
 
 def parse_stats(text):
     """The numbers of gpuplane schedule's `stats:` line (the last one on stderr): pods, total_s,
-    pods_per_s, attempts, and <phase>_s for every "<phase> N s" (filter, score, commit, ...).
+    pods_per_s, evaluations (pod x node pairs), attempts (allocator runs), and <phase>_s for every
+    "<phase> N s" (filter, score, commit, ...).
     Fields that are missing are left out; unknown ones are kept."""
     line = None
     for ln in text.splitlines():
@@ -247,8 +248,8 @@ def parse_stats(text):
         out["pods"], out["total_s"] = int(m.group(1)), float(m.group(2))
     if m := re.search(NUM + r" pods/s", line):
         out["pods_per_s"] = float(m.group(1))
-    if m := re.search(r"(\d+) node attempts", line):
-        out["attempts"] = int(m.group(1))
+    if m := re.search(r"(\d+) node evaluations, (\d+) allocator runs", line):
+        out["evaluations"], out["attempts"] = int(m.group(1)), int(m.group(2))
     for m in re.finditer(r"([A-Za-z_]+):? " + NUM + r" s\b", line):
         if m.group(1) != "in":
             out[f"{m.group(1)}_s"] = float(m.group(2))
@@ -306,6 +307,9 @@ def run_schedule(binary, sc, files, work, timeout):
     if stats.get("attempts") and "filter_s" in stats:
         row["attempts"] = stats["attempts"]
         row["us_per_filter"] = stats["filter_s"] * 1e6 / stats["attempts"]
+    if stats.get("evaluations") and sched:
+        row["evaluations"] = stats["evaluations"]
+        row["ns_per_node"] = sched * 1e9 / stats["evaluations"]
     row["status"] = "ok" if row["scheduled"] == sc.expected else "MISMATCH"
     return row
 
@@ -388,8 +392,8 @@ def rss_col(r):
 
 
 def table(rows):
-    head = ("| scenario     | nodes |  pods | scheduled |    pods/s | µs per node filter | "
-            "sched s | load s | peak RSS MiB |")
+    head = ("| scenario     | nodes |  pods | scheduled |    pods/s | ns per pod x node | "
+            "µs per allocator run | sched s | load s | peak RSS MiB |")
     lines = [head, "|" + "|".join("-" * len(c) for c in head.split("|")[1:-1]) + "|"]
     for r in rows:
         if r["status"] == "timeout":
@@ -401,7 +405,8 @@ def table(rows):
             sched = fmt(r.get("sched_s"), ".3f")
         lines.append(f"| {r['scenario']:12} | {r['nodes']:5} | {col(r.get('pods'), 'd', 5)} | "
                      f"{scheduled:>9} | {col(r.get('pods_per_s'), rate_spec(r.get('pods_per_s')), 9)} | "
-                     f"{col(r.get('us_per_filter'), '.1f', 18)} | {sched:>7} | "
+                     f"{col(r.get('ns_per_node'), '.1f', 16)} | "
+                     f"{col(r.get('us_per_filter'), '.1f', 20)} | {sched:>7} | "
                      f"{col(r.get('load_s'), '.2f', 6)} | "
                      f"{rss_col(r)} |")
     return "\n".join(lines)

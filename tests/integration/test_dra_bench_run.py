@@ -89,13 +89,15 @@ def test_timeout_is_reported(gp):
 
 def test_parse_stats():
     mod = runner_module()
-    line = ("stats: 4 pods in 0.003062 s (1306.3 pods/s); 12 node attempts; filter 0.003018 s, "
-            "score 0.000003 s, commit 0.000002 s")
+    line = ("stats: 4 pods in 0.003062 s (1306.3 pods/s); 12 node evaluations, 10 allocator runs "
+            "(301.80 us each); filter 0.003018 s, score 0.000003 s, commit 0.000002 s")
     st = mod.parse_stats("some log line\n" + line + "\n")
-    assert st == {"pods": 4, "total_s": 0.003062, "pods_per_s": 1306.3, "attempts": 12,
+    assert st == {"pods": 4, "total_s": 0.003062, "pods_per_s": 1306.3, "evaluations": 12,
+                  "attempts": 10,
                   "filter_s": 0.003018, "score_s": 0.000003, "commit_s": 0.000002}
     assert mod.parse_stats("no stats here\n") == {}
     # Extra fields and exponents are kept.
-    st = mod.parse_stats("stats: 1 pods in 2e-05 s (50000.0 pods/s); 3 node attempts; "
+    st = mod.parse_stats("stats: 1 pods in 2e-05 s (50000.0 pods/s); 3 node evaluations, 3 "
+                         "allocator runs (5.00 us each); "
                          "filter 1.5e-05 s, index 0.25 s")
     assert st["total_s"] == 2e-05 and st["filter_s"] == 1.5e-05 and st["index_s"] == 0.25
