@@ -285,9 +285,12 @@ static int allocation_timestamp(struct diag *d, char out[static TIMESTAMP_SIZE])
                 TIMESTAMP_MAX_SECONDS);
         t = (time_t)v;
     } else {
-        t = time(NULL);
-        if (t == (time_t)-1)
+        struct timespec now;
+
+        /* Not time(): glibc reads a coarse clock there, which can lag a second boundary. */
+        if (clock_gettime(CLOCK_REALTIME, &now) < 0)
             return diag_fail(d, -errno, "reading the clock: %s", strerror(errno));
+        t = now.tv_sec;
     }
     if (!gmtime_r(&t, &tm) || strftime(out, TIMESTAMP_SIZE, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
         return diag_fail(d, -EOVERFLOW, "the time %lld cannot be written as RFC 3339",
