@@ -51,7 +51,8 @@ struct builder {
     size_t depth;
     struct vec anchors; /* struct anchor, of the current document */
     json_t *root;
-    size_t total; /* expanded value count of the current document */
+    size_t total;     /* expanded value count of the current document */
+    size_t max_nodes; /* its cap */
 };
 
 int doc_fail_mark(const struct doc *doc, struct diag *d, int line, int col, int err,
@@ -151,18 +152,25 @@ static int set_key(struct builder *b, struct frame *f, json_t *v, int line, int 
 }
 
 /* Puts a finished value (its reference taken) where it belongs: the root, a sequence, a mapping's
- * key, or a mapping's value. anchor (taken too) names it for later aliases. */
-static int place(struct builder *b, json_t *v, size_t nodes, char *anchor, int line, int col)
+ * key, or a mapping's value. anchor (taken too) names it for later aliases. nodes is the value's
+ * size with aliases expanded; added how many of those the document's count has not seen yet (a
+ * finished mapping or sequence adds only itself: its members were counted as they came). */
+static int place(struct builder *b, json_t *v, size_t nodes, size_t added, char *anchor, int line,
+                 int col)
 {
     struct frame *f = b->depth ? &b->stack[b->depth - 1] : NULL;
     int r;
 
-    if (nodes > DOC_MAX_NODES || b->total > DOC_MAX_NODES - nodes) {
+    if (added > b->max_nodes || b->total > b->max_nodes - added) {
+        char msg[96];
+
         free(anchor);
         json_decref(v);
-        return fail_at(b, line, col, -E2BIG, "document has too many values (aliases expanded)");
+        snprintf(msg, sizeof(msg), "document has more than %zu values (aliases expanded)",
+                 b->max_nodes);
+        return fail_at(b, line, col, -E2BIG, msg);
     }
-    b->total += nodes;
+    b->total += added;
     /* A key's string is freed once copied, and its address reused: only values get a position. */
     if (line > 0 && !doc_is_singleton(v) && !(f && json_is_object(f->node) && !f->key)) {
         r = doc_pos_put(&b->doc->pos, v, NULL, line, col);
@@ -252,7 +260,7 @@ static int on_end(struct builder *b)
     struct frame f = b->stack[--b->depth];
 
     free(f.key);
-    return place(b, f.node, f.nodes + 1, f.anchor, f.line, f.col);
+    return place(b, f.node, f.nodes + 1, 1, f.anchor, f.line, f.col);
 }
 
 static int on_alias(struct builder *b, struct fy_event *ev, int line, int col)
@@ -275,7 +283,7 @@ static int on_alias(struct builder *b, struct fy_event *ev, int line, int col)
         snprintf(msg, sizeof(msg), "unknown anchor \"%.*s\"", (int)(n > 200 ? 200 : n), s);
         return fail_at(b, line, col, -EINVAL, msg);
     }
-    return place(b, json_incref(a->value), a->nodes, NULL, line, col);
+    return place(b, json_incref(a->value), a->nodes, a->nodes, NULL, line, col);
 }
 
 static int on_document_end(struct builder *b)
@@ -317,7 +325,7 @@ static int on_event(struct builder *b, struct fy_event *ev)
         r = doc_scalar_resolve(b->doc, b->d, ev, line, col, &v);
         if (r < 0)
             return r;
-        return place(b, v, 1, TAKE_PTR(anchor), line, col);
+        return place(b, v, 1, 1, TAKE_PTR(anchor), line, col);
     default:
         return 0;
     }
@@ -384,11 +392,12 @@ static int check_utf8(struct doc *doc, const char *text, size_t len, struct diag
     return 0;
 }
 
-static int doc_parse(struct doc *doc, const char *text, size_t len, struct diag *d)
+static int doc_parse(struct doc *doc, const char *text, size_t len, size_t max_nodes,
+                     struct diag *d)
 {
     _cleanup_(fy_diag_destroyp) struct fy_diag *diag = NULL;
     _cleanup_(fy_parser_destroyp) struct fy_parser *parser = NULL;
-    struct builder b = {.doc = doc, .d = d};
+    struct builder b = {.doc = doc, .d = d, .max_nodes = max_nodes};
     struct fy_diag_cfg dcfg;
     struct fy_parse_cfg pcfg = {.flags = FYPCF_QUIET};
     int r = 0;
@@ -436,16 +445,24 @@ struct doc *doc_free(struct doc *doc)
     return NULL;
 }
 
-int doc_load_string(const char *name, const char *text, size_t len, struct diag *d,
-                    struct doc **ret)
+const struct doc_limits doc_limits_config = {.max_bytes = DOC_MAX_BYTES,
+                                             .max_nodes = DOC_MAX_NODES};
+const struct doc_limits doc_limits_manifest = {.max_bytes = DOC_MANIFEST_MAX_BYTES};
+
+int doc_load_string_limits(const char *name, const char *text, size_t len,
+                           const struct doc_limits *limits, struct diag *d, struct doc **ret)
 {
     _cleanup_(doc_freep) struct doc *doc = NULL;
+    size_t max_nodes;
     int r;
 
+    if (!limits)
+        limits = &doc_limits_config;
     if (!text && len > 0)
         return diag_fail(d, -EINVAL, "%s: no text", name);
-    if (len > DOC_MAX_BYTES)
-        return diag_fail(d, -EFBIG, "%s: larger than %zu bytes", name, DOC_MAX_BYTES);
+    if (len > limits->max_bytes)
+        return diag_fail(d, -EFBIG, "%s: larger than %zu bytes", name, limits->max_bytes);
+    max_nodes = limits->max_nodes ? limits->max_nodes : len > DOC_MAX_NODES ? len : DOC_MAX_NODES;
     if (!text)
         text = "";
     doc = calloc(1, sizeof(*doc));
@@ -458,7 +475,7 @@ int doc_load_string(const char *name, const char *text, size_t len, struct diag 
     r = check_utf8(doc, text, len, d);
     if (r < 0)
         return r;
-    r = doc_parse(doc, text, len, d);
+    r = doc_parse(doc, text, len, max_nodes, d);
     if (r < 0) {
         if (r == -ENOMEM)
             diag_fail(d, r, "%s: out of memory", doc->name);
@@ -468,18 +485,32 @@ int doc_load_string(const char *name, const char *text, size_t len, struct diag 
     return 0;
 }
 
-int doc_load_file(const char *path, struct diag *d, struct doc **ret)
+int doc_load_string(const char *name, const char *text, size_t len, struct diag *d,
+                    struct doc **ret)
+{
+    return doc_load_string_limits(name, text, len, &doc_limits_config, d, ret);
+}
+
+int doc_load_file_limits(const char *path, const struct doc_limits *limits, struct diag *d,
+                         struct doc **ret)
 {
     _cleanup_free_ char *text = NULL;
     size_t len;
     int r;
 
-    r = file_read_all(path, DOC_MAX_BYTES, &text, &len);
+    if (!limits)
+        limits = &doc_limits_config;
+    r = file_read_all(path, limits->max_bytes, &text, &len);
     if (r == -EFBIG)
-        return diag_fail(d, r, "%s: larger than %zu bytes", path, DOC_MAX_BYTES);
+        return diag_fail(d, r, "%s: larger than %zu bytes", path, limits->max_bytes);
     if (r < 0)
         return diag_fail(d, r, "%s: %s", path, strerror(-r));
-    return doc_load_string(path, text, len, d, ret);
+    return doc_load_string_limits(path, text, len, limits, d, ret);
+}
+
+int doc_load_file(const char *path, struct diag *d, struct doc **ret)
+{
+    return doc_load_file_limits(path, &doc_limits_config, d, ret);
 }
 
 size_t doc_count(const struct doc *doc)

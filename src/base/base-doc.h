@@ -11,7 +11,7 @@
  * other tags are ignored. Mapping keys must be strings and unique ("<<" merge keys are not
  * special). Anchors and aliases are resolved (an alias shares the anchored value, so it reports the
  * anchor's position); the total size, the nesting depth and the number of values after alias
- * expansion are capped.
+ * expansion are capped (struct doc_limits below).
  *
  * Errors: -EINVAL for syntax and schema errors, -ERANGE for numbers out of range, -ELOOP past the
  * depth cap, -E2BIG past the value cap, -EFBIG past the size cap, -ENOMEM. Strings must be valid
@@ -27,17 +27,40 @@
 #include "base-diag.h"
 
 #define DOC_MAX_DEPTH 64
+/* Configuration files: small, and possibly written by someone else (the device plugin's). */
 #define DOC_MAX_BYTES ((size_t)16 << 20)
 /* Values per document, counting each alias as the size of what it expands to ("billion laughs"). */
 #define DOC_MAX_NODES ((size_t)1 << 20)
+/* Manifests the user hands to the command line (gpuplane allocate/schedule -f): a cluster's
+ * objects. A 5,000-node cluster with 40,000 pods is about 45 MiB of JSON. */
+#define DOC_MANIFEST_MAX_BYTES ((size_t)256 << 20)
+
+/* What one load accepts. Past max_bytes: -EFBIG; past max_nodes values in one document: -E2BIG. */
+struct doc_limits {
+    size_t max_bytes;
+    /* 0 scales with the input: as many values as it has bytes, and at least DOC_MAX_NODES. Every
+     * value takes at least one byte of input, so only aliases can get past that, and the memory
+     * the values take stays linear in the input's size. */
+    size_t max_nodes;
+};
+
+/* DOC_MAX_BYTES and DOC_MAX_NODES: what doc_load_file() and doc_load_string() apply. */
+extern const struct doc_limits doc_limits_config;
+/* DOC_MANIFEST_MAX_BYTES, values scaled with the input. */
+extern const struct doc_limits doc_limits_manifest;
 
 struct doc;
 
-/* Loads every document of a YAML stream. On a syntax error, d says "file:line:col: message". The
- * name is what messages call the source (the path for a file). */
+/* Loads every document of a YAML stream, within doc_limits_config. On a syntax error, d says
+ * "file:line:col: message". The name is what messages call the source (the path for a file). */
 _wur_ int doc_load_file(const char *path, struct diag *d, struct doc **ret);
 _wur_ int doc_load_string(const char *name, const char *text, size_t len, struct diag *d,
                           struct doc **ret);
+/* The same within other limits (NULL: doc_limits_config). */
+_wur_ int doc_load_file_limits(const char *path, const struct doc_limits *limits, struct diag *d,
+                               struct doc **ret);
+_wur_ int doc_load_string_limits(const char *name, const char *text, size_t len,
+                                 const struct doc_limits *limits, struct diag *d, struct doc **ret);
 struct doc *doc_free(struct doc *doc);
 DEFINE_POINTER_CLEANUP(struct doc, doc_free)
 

@@ -7,12 +7,17 @@
  * devices.config with the classes' configs (once per class, naming the requests that used it,
  * source FromClass) followed by the claim's own configs that apply (each once, source FromClaim);
  * and the nodeSelector: the node's name when any device is node-local, else the merged single-term
- * selectors of the slices, else none (all devices from allNodes slices).
+ * selectors of the slices, else none (all devices from allNodes slices); and, with
+ * DRADeviceBindingConditions and DRAResourceClaimDeviceStatus on, the allocationTimestamp the
+ * binding timeout counts from (SOURCE_DATE_EPOCH replaces the clock when set).
  */
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <time.h>
 
 #include "dalloc-model.h"
 
@@ -248,7 +253,54 @@ static int node_selector(const struct dalloc *a, const struct dalloc_claim *c, j
     return *ret ? 0 : -ENOMEM;
 }
 
-static int claim_result(const struct dalloc *a, const struct dalloc_claim *c, json_t **ret)
+/* "2026-11-22T04:05:06Z" and its NUL. */
+#define TIMESTAMP_SIZE 21
+/* The last second a four-digit year can show: 9999-12-31T23:59:59Z. */
+#define TIMESTAMP_MAX_SECONDS 253402300799LL
+
+/*
+ * allocation.allocationTimestamp. kube-scheduler sets it when it stores an allocation with
+ * DRADeviceBindingConditions and DRAResourceClaimDeviceStatus on (whether or not the devices have
+ * binding conditions); the binding timeout of devices with binding conditions counts from it. The
+ * form is metav1.Time's: RFC 3339 in UTC, whole seconds. SOURCE_DATE_EPOCH (seconds since 1970),
+ * when set and not empty, replaces the clock so that a result can be reproduced.
+ */
+static int allocation_timestamp(struct diag *d, char out[static TIMESTAMP_SIZE])
+{
+    const char *env = getenv("SOURCE_DATE_EPOCH");
+    struct tm tm;
+    time_t t;
+
+    if (env && *env) {
+        char *end;
+        long long v;
+
+        errno = 0;
+        v = strtoll(env, &end, 10);
+        if (!isdigit((unsigned char)env[0]) || errno != 0 || *end != '\0' ||
+            v > TIMESTAMP_MAX_SECONDS)
+            return diag_fail(
+                d, -EINVAL,
+                "SOURCE_DATE_EPOCH=%.32s: expected whole seconds since 1970 (0 to %lld)", env,
+                TIMESTAMP_MAX_SECONDS);
+        t = (time_t)v;
+    } else {
+        struct timespec now;
+
+        /* Not time(): glibc reads a coarse clock there, which can lag a second boundary. */
+        if (clock_gettime(CLOCK_REALTIME, &now) < 0)
+            return diag_fail(d, -errno, "reading the clock: %s", strerror(errno));
+        t = now.tv_sec;
+    }
+    if (!gmtime_r(&t, &tm) || strftime(out, TIMESTAMP_SIZE, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+        return diag_fail(d, -EOVERFLOW, "the time %lld cannot be written as RFC 3339",
+                         (long long)t);
+    return 0;
+}
+
+/* stamp: the allocationTimestamp, or NULL for none. */
+static int claim_result(const struct dalloc *a, const struct dalloc_claim *c, const char *stamp,
+                        json_t **ret)
 {
     _cleanup_json_ json_t *out = json_deep_copy(c->obj);
     json_t *res = json_array(), *cfg = json_array(), *alloc, *status, *sel = NULL;
@@ -273,6 +325,8 @@ static int claim_result(const struct dalloc *a, const struct dalloc_claim *c, js
         OK(json_object_del(json_object_get(alloc, "devices"), "config"));
     if (sel)
         OK(json_object_set_new(alloc, "nodeSelector", sel));
+    if (stamp)
+        OK(json_object_set_new(alloc, "allocationTimestamp", json_string(stamp)));
     *ret = TAKE_PTR(out);
     return 0;
 }
@@ -280,6 +334,8 @@ static int claim_result(const struct dalloc *a, const struct dalloc_claim *c, js
 int dalloc_result(struct dalloc *a, struct diag *d, json_t **ret)
 {
     _cleanup_json_ json_t *list = json_array();
+    bool want_stamp = a->gates.binding_conditions && a->gates.device_status;
+    char stamp[TIMESTAMP_SIZE] = "";
     int r;
 
     if (!list)
@@ -289,7 +345,10 @@ int dalloc_result(struct dalloc *a, struct diag *d, json_t **ret)
         json_t *o;
         if (c->allocation)
             continue;
-        if ((r = claim_result(a, c, &o)) < 0)
+        /* Read once, when a claim needs it: every claim of one run gets the same time. */
+        if (want_stamp && !stamp[0] && (r = allocation_timestamp(d, stamp)) < 0)
+            return r;
+        if ((r = claim_result(a, c, want_stamp ? stamp : NULL, &o)) < 0)
             return diag_fail(d, r, "claim %s/%s: building the result: %s", c->ns, c->name,
                              strerror(-r));
         OK(json_array_append_new(list, o));

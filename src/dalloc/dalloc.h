@@ -7,8 +7,9 @@
  * combinations, class and request CEL selectors, matchAttribute/distinctAttribute constraints,
  * firstAvailable sub-requests, allocationMode All, adminAccess, device taints and tolerations
  * (DRADeviceTaints), shared counters and per-device node selection of partitionable devices
- * (DRAPartitionableDevices), binding conditions (DRADeviceBindingConditions; no
- * allocationTimestamp is written) and consumable capacity (DRAConsumableCapacity:
+ * (DRAPartitionableDevices), binding conditions (DRADeviceBindingConditions; with
+ * DRAResourceClaimDeviceStatus on too, every new allocation gets an allocationTimestamp, from
+ * SOURCE_DATE_EPOCH when set) and consumable capacity (DRAConsumableCapacity:
  * multi-allocatable devices shared by claims, capacity requests rounded by request policies, with
  * exact arithmetic on any quantity up to 10^28 units). Fields of a gate that is off are
  * ignored or refused as Kubernetes does. Claims that already carry an allocation are the
@@ -32,7 +33,7 @@ struct dalloc_gates {
     bool partitionable;       /* DRAPartitionableDevices, off */
     bool consumable_capacity; /* DRAConsumableCapacity, off */
     bool binding_conditions;  /* DRADeviceBindingConditions, off */
-    bool device_status;       /* DRAResourceClaimDeviceStatus, on (no effect on allocation) */
+    bool device_status;       /* DRAResourceClaimDeviceStatus, on (allocationTimestamp only) */
     bool extended_resource;   /* DRAExtendedResource, off (no effect here) */
 };
 

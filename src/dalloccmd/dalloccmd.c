@@ -132,7 +132,8 @@ static int load_file(struct dalloc *a, const char *path, struct doc **docs, size
     int r;
 
     diag_init(&d);
-    r = doc_load_file(strcmp(path, "-") == 0 ? "/dev/stdin" : path, &d, &docs[i]);
+    r = doc_load_file_limits(strcmp(path, "-") == 0 ? "/dev/stdin" : path, &doc_limits_manifest, &d,
+                             &docs[i]);
     if (r < 0) {
         fprintf(stderr, "gpuplane allocate: %s\n", d.msg[0] ? d.msg : strerror(-r));
         return r;

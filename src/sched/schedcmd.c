@@ -140,7 +140,8 @@ static int load_file(struct sched *s, const char *path, struct doc **docs, size_
     int r;
 
     diag_init(&d);
-    r = doc_load_file(strcmp(path, "-") == 0 ? "/dev/stdin" : path, &d, &docs[i]);
+    r = doc_load_file_limits(strcmp(path, "-") == 0 ? "/dev/stdin" : path, &doc_limits_manifest, &d,
+                             &docs[i]);
     if (r < 0) {
         fprintf(stderr, "gpuplane schedule: %s\n", d.msg[0] ? d.msg : strerror(-r));
         return r;

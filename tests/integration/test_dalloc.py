@@ -249,3 +249,72 @@ def test_yaml_equals_json(gp, tmp_path):
     assert y.returncode == 0 and j.returncode == 0, y.stderr + j.stderr
     assert yaml.safe_load(y.stdout) == json.loads(j.stdout)
     assert len(json.loads(j.stdout)["items"][0]["status"]["allocation"]["devices"]["config"]) == 1
+
+
+def test_allocation_timestamp(gp, tmp_path):
+    """allocationTimestamp is written, as kube-scheduler does, when DRADeviceBindingConditions and
+    DRAResourceClaimDeviceStatus are both on: RFC 3339 UTC seconds, from SOURCE_DATE_EPOCH if set."""
+    import datetime
+    import re
+
+    def objects(d1_binding):
+        bc = ", bindingConditions: [attached], bindingFailureConditions: [failed]" if d1_binding else ""
+        pick = "[{name: r, exactly: {deviceClassName: a, selectors: " \
+               "[{cel: {expression: 'device.attributes[\"a\"].n == %d'}}]}}]"
+        return docs(CLASS_A,
+                    slice_("s1", ["{name: d1, attributes: {n: {int: 1}}%s}" % bc,
+                                  "{name: d2, attributes: {n: {int: 2}}}"]),
+                    claim("c1", pick % 1), claim("c2", pick % 2))
+
+    f = tmp_path / "in.yaml"
+    f.write_text(objects(True))
+    plain = tmp_path / "plain.yaml"
+    plain.write_text(objects(False))
+
+    def allocations(gates, env=None, path=f):
+        p = gp.run("allocate", "--node", "n1", "-o", "json", "--feature-gates", gates, "-f", path,
+                   env=env)
+        assert p.returncode == 0, p.stderr
+        return {c["metadata"]["name"]: c["status"]["allocation"] for c in json.loads(p.stdout)["items"]}
+
+    epoch = {"SOURCE_DATE_EPOCH": "1795320306"}
+    got = allocations("DRADeviceBindingConditions=true", epoch)
+    assert got["c1"]["devices"]["results"][0]["bindingConditions"] == ["attached"]
+    # Every claim the run allocates gets it, with or without binding conditions, as upstream.
+    assert {k: v.get("allocationTimestamp") for k, v in got.items()} == \
+        {"c1": "2026-11-22T04:05:06Z", "c2": "2026-11-22T04:05:06Z"}
+    # YAML output carries it too.
+    p = gp.run("allocate", "--node", "n1", "--feature-gates", "DRADeviceBindingConditions=true",
+               "-f", f, env=epoch)
+    assert p.returncode == 0 and 'allocationTimestamp: "2026-11-22T04:05:06Z"' in p.stdout, p.stderr
+
+    # Either gate off: no timestamp (the binding gate is off by default). With it off, a device
+    # with binding conditions is never picked, hence the plain objects.
+    assert "allocationTimestamp" in allocations("DRADeviceBindingConditions=true", epoch, plain)["c1"]
+    for gates in ("DRADeviceBindingConditions=false", "DRAAdminAccess=true",
+                  "DRADeviceBindingConditions=true,DRAResourceClaimDeviceStatus=false"):
+        assert all("allocationTimestamp" not in a
+                   for a in allocations(gates, epoch, plain).values()), gates
+
+    # Without SOURCE_DATE_EPOCH (or with it empty): the clock.
+    for env in ({}, {"SOURCE_DATE_EPOCH": ""}):
+        before = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
+        got = allocations("DRADeviceBindingConditions=true", env)
+        after = datetime.datetime.now(datetime.timezone.utc)
+        stamp = got["c1"]["allocationTimestamp"]
+        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", stamp), stamp
+        t = datetime.datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.timezone.utc)
+        assert before <= t <= after and got["c2"]["allocationTimestamp"] == stamp
+
+    # The edges of what a four-digit year can show, and malformed values.
+    assert allocations("DRADeviceBindingConditions=true",
+                       {"SOURCE_DATE_EPOCH": "0"})["c1"]["allocationTimestamp"] == "1970-01-01T00:00:00Z"
+    assert allocations("DRADeviceBindingConditions=true", {"SOURCE_DATE_EPOCH": "253402300799"}) \
+        ["c1"]["allocationTimestamp"] == "9999-12-31T23:59:59Z"
+    for bad in ("-1", " 5", "12x", "1.5", "253402300800", "99999999999999999999"):
+        p = gp.run("allocate", "--node", "n1", "--feature-gates", "DRADeviceBindingConditions=true",
+                   "-f", f, env={"SOURCE_DATE_EPOCH": bad})
+        assert p.returncode == 2 and "SOURCE_DATE_EPOCH" in p.stderr, (bad, p.stderr)
+    # Not read at all when nothing needs it.
+    p = gp.run("allocate", "--node", "n1", "-f", plain, env={"SOURCE_DATE_EPOCH": "bad"})
+    assert p.returncode == 0, p.stderr

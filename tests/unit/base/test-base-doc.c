@@ -8,7 +8,10 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -277,7 +280,8 @@ static void test_alias_bomb(void **state)
     diag_init(&d);
     assert_int_equal(doc_load_string("t.yaml", strbuf_str(&sb), sb.len, &d, &doc), -E2BIG);
     assert_null(doc);
-    assert_non_null(strstr(d.msg, "too many values"));
+    assert_int_equal(strncmp(d.msg, "t.yaml:", 7), 0);
+    assert_non_null(strstr(d.msg, ": document has more than 1048576 values (aliases expanded)"));
 }
 
 static void test_size_cap(void **state)
@@ -315,6 +319,171 @@ static void test_load_file(void **state)
     /* NULL diag is allowed. */
     assert_int_equal(doc_load_file("/nonexistent/x.yaml", NULL, &doc), -ENOENT);
     assert_null(doc);
+}
+
+/* "[0,0,...,0]" with n elements. */
+static void zeros(struct strbuf *sb, size_t n)
+{
+    strbuf_reset(sb);
+    assert_int_equal(strbuf_addch(sb, '['), 0);
+    for (size_t i = 0; i < n; i++)
+        assert_int_equal(strbuf_add(sb, i ? ",0" : "0", i ? 2 : 1), 0);
+    assert_int_equal(strbuf_addch(sb, ']'), 0);
+}
+
+static void test_value_cap_config(void **state)
+{
+    _cleanup_strbuf_ struct strbuf sb = STRBUF_INIT;
+    _cleanup_(doc_freep) struct doc *doc = NULL;
+    struct diag d;
+
+    /* Each value counts once however deep it is: 600,000 values two levels down load. */
+    assert_int_equal(strbuf_addch(&sb, '['), 0);
+    for (size_t i = 0; i < 3; i++) {
+        struct strbuf inner = STRBUF_INIT;
+
+        zeros(&inner, 200000);
+        assert_int_equal(strbuf_add(&sb, i ? "," : "", i ? 1 : 0), 0);
+        assert_int_equal(strbuf_add(&sb, inner.buf, inner.len), 0);
+        strbuf_release(&inner);
+    }
+    assert_int_equal(strbuf_addch(&sb, ']'), 0);
+    diag_init(&d);
+    assert_int_equal(doc_load_string("t.json", strbuf_str(&sb), sb.len, &d, &doc), 0);
+    assert_int_equal(json_array_size(json_array_get(doc_root(doc, 0), 2)), 200000);
+    doc = doc_free(doc);
+
+    /* Configuration limits: at most DOC_MAX_NODES values, however long the input. The value past
+     * the cap is element 2^20, at column 2 + 2 * 2^20. */
+    zeros(&sb, DOC_MAX_NODES + 10);
+    diag_init(&d);
+    assert_int_equal(doc_load_string("t.json", strbuf_str(&sb), sb.len, &d, &doc), -E2BIG);
+    assert_null(doc);
+    assert_string_equal(d.msg, "t.json:1:2097154: document has more than 1048576 values "
+                               "(aliases expanded)");
+    assert_int_equal(doc_load_string_limits("t.json", strbuf_str(&sb), sb.len, NULL, &d, &doc),
+                     -E2BIG);
+
+    /* Other fixed limits: the sequence itself is the fourth value. */
+    diag_init(&d);
+    assert_int_equal(doc_load_string_limits("t.yaml", "[1, 2, 3]", 9,
+                                            &(const struct doc_limits){100, 3}, &d, &doc),
+                     -E2BIG);
+    assert_string_equal(d.msg, "t.yaml:1:1: document has more than 3 values (aliases expanded)");
+    assert_int_equal(doc_load_string_limits("t.yaml", "[1, 2, 3]", 9,
+                                            &(const struct doc_limits){8, 0}, &d, &doc),
+                     -EFBIG);
+    assert_string_equal(d.msg, "t.yaml: larger than 8 bytes");
+}
+
+static void test_value_cap_manifest(void **state)
+{
+    _cleanup_strbuf_ struct strbuf sb = STRBUF_INIT;
+    _cleanup_(doc_freep) struct doc *doc = NULL;
+    struct diag d;
+
+    /* Manifest limits scale with the input: a JSON array of more than 2^20 elements loads. */
+    zeros(&sb, DOC_MAX_NODES + 10);
+    diag_init(&d);
+    assert_int_equal(
+        doc_load_string_limits("t.json", strbuf_str(&sb), sb.len, &doc_limits_manifest, &d, &doc),
+        0);
+    assert_int_equal(doc_count(doc), 1);
+    assert_int_equal(json_array_size(doc_root(doc, 0)), DOC_MAX_NODES + 10);
+}
+
+/* "a: &a [0,...]" (1,024 zeros), "b: [*a, ...]" (n aliases), then a comment of pad bytes. */
+static void alias_doc(struct strbuf *sb, size_t n, size_t pad)
+{
+    strbuf_reset(sb);
+    assert_int_equal(strbuf_addstr(sb, "a: &a "), 0);
+    {
+        struct strbuf list = STRBUF_INIT;
+
+        zeros(&list, 1024);
+        assert_int_equal(strbuf_add(sb, list.buf, list.len), 0);
+        strbuf_release(&list);
+    }
+    assert_int_equal(strbuf_addstr(sb, "\nb: ["), 0);
+    for (size_t i = 0; i < n; i++)
+        assert_int_equal(strbuf_addstr(sb, i ? ", *a" : "*a"), 0);
+    assert_int_equal(strbuf_addstr(sb, "]\n# "), 0);
+    for (size_t i = 0; i < pad; i++)
+        assert_int_equal(strbuf_addch(sb, 'x'), 0);
+    assert_int_equal(strbuf_addch(sb, '\n'), 0);
+}
+
+static void test_value_cap_manifest_aliases(void **state)
+{
+    _cleanup_strbuf_ struct strbuf sb = STRBUF_INIT;
+    _cleanup_(doc_freep) struct doc *doc = NULL;
+    const size_t pad = (size_t)3 << 20;
+    char want[160];
+    size_t k;
+    struct diag d;
+
+    /* 2,048 aliases of 1,025 values each: 2.1 million values, more than 2^20 but fewer than the
+     * 3 MiB of input: they load. */
+    alias_doc(&sb, 2048, pad);
+    diag_init(&d);
+    assert_int_equal(
+        doc_load_string_limits("t.yaml", strbuf_str(&sb), sb.len, &doc_limits_manifest, &d, &doc),
+        0);
+    assert_int_equal(json_array_size(json_object_get(doc_root(doc, 0), "b")), 2048);
+    doc = doc_free(doc);
+
+    /* 4,096 aliases expand past the input's size: refused at the first alias past the cap. Before
+     * the aliases the document has key a, its 1,024 zeros, the sequence and key b. */
+    alias_doc(&sb, 4096, pad);
+    for (k = 0; 1027 + 1025 * (k + 1) <= sb.len; k++)
+        ;
+    snprintf(want, sizeof(want),
+             "t.yaml:2:%zu: document has more than %zu values (aliases expanded)", 5 + 4 * k,
+             sb.len);
+    diag_init(&d);
+    assert_int_equal(
+        doc_load_string_limits("t.yaml", strbuf_str(&sb), sb.len, &doc_limits_manifest, &d, &doc),
+        -E2BIG);
+    assert_null(doc);
+    assert_string_equal(d.msg, want);
+    assert_int_equal(d.line, 2);
+}
+
+static void test_size_cap_manifest(void **state)
+{
+    char path[] = "/tmp/test_doc_XXXXXX";
+    _cleanup_(doc_freep) struct doc *doc = NULL;
+    _cleanup_free_ char *chunk = malloc(1 << 20);
+    struct diag d;
+    int fd = mkstemp(path);
+
+    /* A file just over the configuration cap: a comment line of 16 MiB, then a value. */
+    assert_true(fd >= 0);
+    assert_non_null(chunk);
+    memset(chunk, 'x', 1 << 20);
+    chunk[0] = '#';
+    for (int i = 0; i < 16; i++)
+        assert_int_equal(write(fd, chunk, 1 << 20), 1 << 20);
+    assert_int_equal(write(fd, "\na: 1\n", 6), 6);
+    close(fd);
+
+    diag_init(&d);
+    assert_int_equal(doc_load_file(path, &d, &doc), -EFBIG);
+    assert_null(doc);
+    snprintf(chunk, 1 << 20, "%s: larger than %zu bytes", path, DOC_MAX_BYTES);
+    assert_string_equal(d.msg, chunk);
+
+    diag_init(&d);
+    assert_int_equal(doc_load_file_limits(path, &doc_limits_manifest, &d, &doc), 0);
+    assert_int_equal(json_integer_value(json_object_get(doc_root(doc, 0), "a")), 1);
+    unlink(path);
+
+    /* The manifest cap is checked before the text is read. */
+    diag_init(&d);
+    assert_int_equal(doc_load_string_limits("big.json", "a: 1", DOC_MANIFEST_MAX_BYTES + 1,
+                                            &doc_limits_manifest, &d, &doc),
+                     -EFBIG);
+    assert_string_equal(d.msg, "big.json: larger than 268435456 bytes");
 }
 
 static const char *const gpu_yaml = "version: v1\n"
@@ -451,14 +620,26 @@ static void test_positions(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_scalars),    cmocka_unit_test(test_integer_exact),
-        cmocka_unit_test(test_nul_in_key), cmocka_unit_test(test_streams),
-        cmocka_unit_test(test_anchors),    cmocka_unit_test(test_anchor_scope),
-        cmocka_unit_test(test_errors),     cmocka_unit_test(test_libfyaml_tab_crash),
-        cmocka_unit_test(test_nul_byte),   cmocka_unit_test(test_depth_cap),
-        cmocka_unit_test(test_alias_bomb), cmocka_unit_test(test_size_cap),
-        cmocka_unit_test(test_load_file),  cmocka_unit_test(test_getters),
-        cmocka_unit_test(test_check_keys), cmocka_unit_test(test_positions),
+        cmocka_unit_test(test_scalars),
+        cmocka_unit_test(test_integer_exact),
+        cmocka_unit_test(test_nul_in_key),
+        cmocka_unit_test(test_streams),
+        cmocka_unit_test(test_anchors),
+        cmocka_unit_test(test_anchor_scope),
+        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_libfyaml_tab_crash),
+        cmocka_unit_test(test_nul_byte),
+        cmocka_unit_test(test_depth_cap),
+        cmocka_unit_test(test_alias_bomb),
+        cmocka_unit_test(test_size_cap),
+        cmocka_unit_test(test_load_file),
+        cmocka_unit_test(test_getters),
+        cmocka_unit_test(test_check_keys),
+        cmocka_unit_test(test_positions),
+        cmocka_unit_test(test_value_cap_config),
+        cmocka_unit_test(test_value_cap_manifest),
+        cmocka_unit_test(test_value_cap_manifest_aliases),
+        cmocka_unit_test(test_size_cap_manifest),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
