@@ -18,8 +18,6 @@
 #include "dalloc.h"
 #include "dalloccmd.h"
 
-#define DALLOCCMD_MAX_FILES 64
-
 static const char USAGE[] =
     "Usage: gpuplane allocate --node NODE [--feature-gates K=V,...] [-o yaml|json]\n"
     "                         -f FILE [-f FILE ...]\n"
@@ -32,11 +30,7 @@ static const char USAGE[] =
     "\n"
     "Options:\n"
     "      --node NODE             the node to allocate for (required)\n"
-    "      --feature-gates LIST    Kubernetes feature gates, e.g. DRAAdminAccess=false\n"
-    "                              (defaults as in 1.35: DRAAdminAccess, DRAPrioritizedList on)\n"
-    "  -o, --output FORMAT         yaml (default) or json\n"
-    "  -f, --filename FILE         an input file (repeatable; '-' reads stdin)\n"
-    "      --budget N              give up after N search steps (default 1000000)\n" CLI_COMMON_HELP
+    "  -o, --output FORMAT         yaml (default) or json\n" DALLOCCMD_OPTIONS_HELP CLI_COMMON_HELP
     "\n"
     "Exit status: 0 allocated, 1 no solution (stderr says which claim and request),\n"
     "2 error (invalid input, unknown class, CEL compile or runtime error, bad usage).\n"
@@ -48,59 +42,39 @@ static const char USAGE[] =
 
 enum {
     OPT_NODE = 0x2000,
-    OPT_GATES,
-    OPT_BUDGET
 };
 
 struct opts {
     const char *node;
-    const char *files[DALLOCCMD_MAX_FILES];
-    size_t nfiles;
     bool json;
-    unsigned long long budget;
-    struct dalloc_gates gates;
+    struct dalloccmd_input in;
 };
 
 static int parse(int argc, char **argv, struct cli_common *cc, struct opts *o)
 {
     static const struct option LONG[] = {
         {"node", required_argument, NULL, OPT_NODE},
-        {"feature-gates", required_argument, NULL, OPT_GATES},
-        {"budget", required_argument, NULL, OPT_BUDGET},
         {"output", required_argument, NULL, 'o'},
-        {"filename", required_argument, NULL, 'f'},
+        DALLOCCMD_OPTIONS,
         CLI_COMMON_OPTIONS,
         {NULL, 0, NULL, 0},
     };
-    struct diag d;
-    char *end;
     int c, r;
 
     while ((c = getopt_long(argc, argv, "o:f:" CLI_COMMON_SHORT, LONG, NULL)) != -1) {
+        if ((r = dalloccmd_input_option(&o->in, "allocate", c, optarg)) != 0) {
+            if (r < 0)
+                return r;
+            continue;
+        }
         switch (c) {
         case OPT_NODE:
             o->node = optarg;
-            break;
-        case OPT_GATES:
-            diag_init(&d);
-            if (dalloc_gates_parse(&o->gates, optarg, &d) < 0)
-                return cli_usage_error("allocate", "--feature-gates: %s", d.msg);
-            break;
-        case OPT_BUDGET:
-            errno = 0;
-            o->budget = strtoull(optarg, &end, 10);
-            if (errno || *end || end == optarg || o->budget == 0)
-                return cli_usage_error("allocate", "--budget: not a positive number: %s", optarg);
             break;
         case 'o':
             if (strcmp(optarg, "json") != 0 && strcmp(optarg, "yaml") != 0)
                 return cli_usage_error("allocate", "-o: expected yaml or json, not %s", optarg);
             o->json = strcmp(optarg, "json") == 0;
-            break;
-        case 'f':
-            if (o->nfiles >= DALLOCCMD_MAX_FILES)
-                return cli_usage_error("allocate", "more than %d files", DALLOCCMD_MAX_FILES);
-            o->files[o->nfiles++] = optarg;
             break;
         case 'h':
             cc->help = true;
@@ -121,88 +95,41 @@ static int parse(int argc, char **argv, struct cli_common *cc, struct opts *o)
         return cli_usage_error("allocate", "unexpected argument: %s", argv[optind]);
     if (!o->node || !*o->node)
         return cli_usage_error("allocate", "--node is required");
-    if (o->nfiles == 0)
+    if (o->in.nfiles == 0)
         return cli_usage_error("allocate", "at least one -f FILE is required");
     return 0;
 }
 
-static int load_file(struct dalloc *a, const char *path, struct doc **docs, size_t i)
+static int add(void *target, json_t *obj, struct diag *d)
 {
+    return dalloc_add(target, obj, d);
+}
+
+static int run(struct opts *o)
+{
+    _cleanup_(dalloc_freep) struct dalloc *a = NULL;
+    _cleanup_json_ json_t *out = NULL;
+    _cleanup_json_ json_t *list = NULL;
     struct diag d;
     int r;
 
-    diag_init(&d);
-    r = doc_load_file_limits(strcmp(path, "-") == 0 ? "/dev/stdin" : path, &doc_limits_manifest, &d,
-                             &docs[i]);
-    if (r < 0) {
-        fprintf(stderr, "gpuplane allocate: %s\n", d.msg[0] ? d.msg : strerror(-r));
-        return r;
-    }
-    for (size_t k = 0; k < doc_count(docs[i]); k++) {
-        json_t *root = doc_root(docs[i], k);
-        if (json_is_null(root))
-            continue;
-        if ((r = dalloc_add(a, root, &d)) < 0) {
-            fprintf(stderr, "gpuplane allocate: %s: %s\n", path, d.msg);
-            return r;
-        }
-    }
-    return 0;
-}
-
-static int print_list(json_t *items, bool as_json)
-{
-    _cleanup_json_ json_t *list =
-        json_pack("{s:s, s:s, s:O}", "apiVersion", "v1", "kind", "List", "items", items);
-    _cleanup_strbuf_ struct strbuf sb = STRBUF_INIT;
-    char *s;
-
-    if (!list)
-        return -ENOMEM;
-    if (as_json) {
-        s = json_dumps(list, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-        if (!s)
-            return -ENOMEM;
-        puts(s);
-        free(s);
-        return 0;
-    }
-    if (yaml_emit(&sb, list) < 0)
-        return -ENOMEM;
-    fputs(strbuf_str(&sb), stdout);
-    return 0;
-}
-
-static int run(const struct opts *o)
-{
-    _cleanup_(dalloc_freep) struct dalloc *a = NULL;
-    struct doc *docs[DALLOCCMD_MAX_FILES] = {0};
-    json_t *out = NULL;
-    struct diag d;
-    int r, ret = CLI_EXIT_USAGE;
-
-    if (dalloc_new(o->node, &o->gates, &a) < 0)
+    if (dalloc_new(o->node, &o->in.gates, &a) < 0)
         return CLI_EXIT_USAGE;
-    dalloc_set_budget(a, o->budget);
-    for (size_t i = 0; i < o->nfiles; i++)
-        if (load_file(a, o->files[i], docs, i) < 0)
-            goto out;
+    dalloc_set_budget(a, o->in.budget);
+    if (dalloccmd_input_load(&o->in, "allocate", add, a) < 0)
+        return CLI_EXIT_USAGE;
     diag_init(&d);
     r = dalloc_run(a, &d, &out);
     if (r < 0) {
         fprintf(stderr, "gpuplane allocate: %s\n", d.msg[0] ? d.msg : strerror(-r));
-    } else if (r == 1) {
-        fprintf(stderr, "gpuplane allocate: no solution: %s\n", d.msg);
-        ret = CLI_EXIT_FAILURE;
-    } else {
-        ret = print_list(out, o->json) < 0 ? CLI_EXIT_USAGE : CLI_EXIT_OK;
-        json_decref(out);
+        return CLI_EXIT_USAGE;
     }
-out:
-    a = dalloc_free(a);
-    for (size_t i = 0; i < o->nfiles; i++)
-        doc_free(docs[i]);
-    return ret;
+    if (r == 1) {
+        fprintf(stderr, "gpuplane allocate: no solution: %s\n", d.msg);
+        return CLI_EXIT_FAILURE;
+    }
+    list = json_pack("{s:s, s:s, s:O}", "apiVersion", "v1", "kind", "List", "items", out);
+    return list && dalloccmd_print(list, o->json) == 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
 }
 
 int dalloccmd_main(int argc, char **argv)
@@ -211,7 +138,7 @@ int dalloccmd_main(int argc, char **argv)
     struct opts o = {0};
     int r;
 
-    dalloc_gates_default(&o.gates);
+    dalloccmd_input_init(&o.in);
     cli_common_init(&cc);
     r = parse(argc, argv, &cc, &o);
     if (r != 0)
@@ -222,5 +149,6 @@ int dalloccmd_main(int argc, char **argv)
         r = cli_common_finish(&cc, "allocate") < 0 ? CLI_EXIT_USAGE : run(&o);
     }
     cli_common_release(&cc);
+    dalloccmd_input_release(&o.in);
     return r;
 }

@@ -18,8 +18,6 @@
 #include "sched.h"
 #include "schedcmd.h"
 
-#define SCHEDCMD_MAX_FILES 64
-
 static const char USAGE[] =
     "Usage: gpuplane schedule [-o table|yaml|json] [--stats] [--feature-gates K=V,...]\n"
     "                         -f FILE [-f FILE ...]\n"
@@ -29,15 +27,13 @@ static const char USAGE[] =
     "ResourceClaims. Each pending pod, in input order, gets claims from its templates (named\n"
     "<pod>-<claim>), is tried on every node, goes to the node scoring best (earlier\n"
     "firstAvailable sub-requests score higher; ties: the first node by name) and its allocation\n"
-    "becomes cluster state for the pods after it.\n"
+    "becomes cluster state for the pods after it. The scheduler's node filters (unschedulable\n"
+    "nodes, taints and tolerations, node selector and required node affinity) apply first.\n"
     "\n"
     "Options:\n"
     "  -o, --output FORMAT         table (default), yaml or json\n"
-    "  -f, --filename FILE         an input file (repeatable; '-' reads stdin)\n"
-    "      --stats                 print pods/s and the time per phase on stderr\n"
-    "      --feature-gates LIST    Kubernetes feature gates, e.g. DRAPrioritizedList=false\n"
-    "      --budget N              search steps per pod and node (default "
-    "1000000)\n" CLI_COMMON_HELP "\n"
+    "      --stats                 print pods/s and the time per phase on "
+    "stderr\n" DALLOCCMD_OPTIONS_HELP CLI_COMMON_HELP "\n"
     "Exit status: 0 every pod scheduled, 1 some pod unschedulable, 2 error.\n"
     "\n"
     "Examples:\n"
@@ -45,9 +41,7 @@ static const char USAGE[] =
     "  gpuplane schedule -o json --stats -f all.yaml\n";
 
 enum {
-    OPT_GATES = 0x2000,
-    OPT_BUDGET,
-    OPT_STATS
+    OPT_STATS = 0x2000,
 };
 
 enum fmt {
@@ -57,60 +51,47 @@ enum fmt {
 };
 
 struct opts {
-    const char *files[SCHEDCMD_MAX_FILES];
-    size_t nfiles;
     enum fmt fmt;
     bool stats;
-    unsigned long long budget;
-    struct dalloc_gates gates;
+    struct dalloccmd_input in;
 };
+
+static int parse_format(const char *arg, enum fmt *ret)
+{
+    static const char *const NAMES[] = {"table", "yaml", "json"};
+
+    for (size_t i = 0; i < ARRAY_SIZE(NAMES); i++)
+        if (strcmp(arg, NAMES[i]) == 0) {
+            *ret = (enum fmt)i;
+            return 0;
+        }
+    return cli_usage_error("schedule", "-o: expected table, yaml or json, not %s", arg);
+}
 
 static int parse(int argc, char **argv, struct cli_common *cc, struct opts *o)
 {
     static const struct option LONG[] = {
-        {"feature-gates", required_argument, NULL, OPT_GATES},
-        {"budget", required_argument, NULL, OPT_BUDGET},
         {"stats", no_argument, NULL, OPT_STATS},
         {"output", required_argument, NULL, 'o'},
-        {"filename", required_argument, NULL, 'f'},
+        DALLOCCMD_OPTIONS,
         CLI_COMMON_OPTIONS,
         {NULL, 0, NULL, 0},
     };
-    struct diag d;
-    char *end;
     int c, r;
 
     while ((c = getopt_long(argc, argv, "o:f:" CLI_COMMON_SHORT, LONG, NULL)) != -1) {
+        if ((r = dalloccmd_input_option(&o->in, "schedule", c, optarg)) != 0) {
+            if (r < 0)
+                return r;
+            continue;
+        }
         switch (c) {
-        case OPT_GATES:
-            diag_init(&d);
-            if (dalloc_gates_parse(&o->gates, optarg, &d) < 0)
-                return cli_usage_error("schedule", "--feature-gates: %s", d.msg);
-            break;
-        case OPT_BUDGET:
-            errno = 0;
-            o->budget = strtoull(optarg, &end, 10);
-            if (errno || *end || end == optarg || o->budget == 0)
-                return cli_usage_error("schedule", "--budget: not a positive number: %s", optarg);
-            break;
         case OPT_STATS:
             o->stats = true;
             break;
         case 'o':
-            if (strcmp(optarg, "table") == 0)
-                o->fmt = FMT_TABLE;
-            else if (strcmp(optarg, "yaml") == 0)
-                o->fmt = FMT_YAML;
-            else if (strcmp(optarg, "json") == 0)
-                o->fmt = FMT_JSON;
-            else
-                return cli_usage_error("schedule", "-o: expected table, yaml or json, not %s",
-                                       optarg);
-            break;
-        case 'f':
-            if (o->nfiles >= SCHEDCMD_MAX_FILES)
-                return cli_usage_error("schedule", "more than %d files", SCHEDCMD_MAX_FILES);
-            o->files[o->nfiles++] = optarg;
+            if ((r = parse_format(optarg, &o->fmt)) < 0)
+                return r;
             break;
         case 'h':
             cc->help = true;
@@ -129,33 +110,14 @@ static int parse(int argc, char **argv, struct cli_common *cc, struct opts *o)
         return 0;
     if (optind < argc)
         return cli_usage_error("schedule", "unexpected argument: %s", argv[optind]);
-    if (o->nfiles == 0)
+    if (o->in.nfiles == 0)
         return cli_usage_error("schedule", "at least one -f FILE is required");
     return 0;
 }
 
-static int load_file(struct sched *s, const char *path, struct doc **docs, size_t i)
+static int add(void *target, json_t *obj, struct diag *d)
 {
-    struct diag d;
-    int r;
-
-    diag_init(&d);
-    r = doc_load_file_limits(strcmp(path, "-") == 0 ? "/dev/stdin" : path, &doc_limits_manifest, &d,
-                             &docs[i]);
-    if (r < 0) {
-        fprintf(stderr, "gpuplane schedule: %s\n", d.msg[0] ? d.msg : strerror(-r));
-        return r;
-    }
-    for (size_t k = 0; k < doc_count(docs[i]); k++) {
-        json_t *root = doc_root(docs[i], k);
-        if (json_is_null(root))
-            continue;
-        if ((r = sched_add(s, root, &d)) < 0) {
-            fprintf(stderr, "gpuplane schedule: %s: %s\n", path, d.msg);
-            return r;
-        }
-    }
-    return 0;
+    return sched_add(target, obj, d);
 }
 
 static void progress(size_t done, size_t total, void *arg)
@@ -198,9 +160,7 @@ static void print_table(json_t *res)
 
 static int print_result(json_t *res, const struct sched_stats *st, enum fmt fmt)
 {
-    _cleanup_strbuf_ struct strbuf sb = STRBUF_INIT;
     _cleanup_json_ json_t *doc = NULL;
-    char *s;
 
     if (fmt == FMT_TABLE) {
         print_table(res);
@@ -213,60 +173,44 @@ static int print_result(json_t *res, const struct sched_stats *st, enum fmt fmt)
                     (json_int_t)(st->pods - st->scheduled));
     if (!doc)
         return -ENOMEM;
-    if (fmt == FMT_JSON) {
-        s = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-        if (!s)
-            return -ENOMEM;
-        puts(s);
-        free(s);
-        return 0;
-    }
-    if (yaml_emit(&sb, doc) < 0)
-        return -ENOMEM;
-    fputs(strbuf_str(&sb), stdout);
-    return 0;
+    return dalloccmd_print(doc, fmt == FMT_JSON);
 }
 
-static int run(const struct opts *o)
+static void print_stats(const struct sched_stats *st)
+{
+    fprintf(stderr,
+            "stats: %zu pods in %.6f s (%.1f pods/s); %zu node evaluations, %zu allocator "
+            "runs (%.2f us each); filter %.6f s, score %.6f s, commit %.6f s\n",
+            st->pods, st->total_s, st->total_s > 0 ? (double)st->pods / st->total_s : 0.0,
+            st->evaluations, st->attempts,
+            st->attempts ? st->filter_s * 1e6 / (double)st->attempts : 0.0, st->filter_s,
+            st->score_s, st->commit_s);
+}
+
+static int run(struct opts *o)
 {
     _cleanup_(sched_freep) struct sched *s = NULL;
-    struct doc *docs[SCHEDCMD_MAX_FILES] = {0};
+    _cleanup_json_ json_t *out = NULL;
     struct sched_stats st = {0};
-    json_t *out = NULL;
     struct diag d;
-    int r, ret = CLI_EXIT_USAGE;
+    int r;
 
-    if (sched_new(&o->gates, &s) < 0)
+    if (sched_new(&o->in.gates, &s) < 0)
         return CLI_EXIT_USAGE;
-    sched_set_budget(s, o->budget);
-    for (size_t i = 0; i < o->nfiles; i++)
-        if (load_file(s, o->files[i], docs, i) < 0)
-            goto out;
+    sched_set_budget(s, o->in.budget);
+    if (dalloccmd_input_load(&o->in, "schedule", add, s) < 0)
+        return CLI_EXIT_USAGE;
     diag_init(&d);
     r = sched_run(s, &d, &st, isatty(STDERR_FILENO) ? progress : NULL, NULL, &out);
     if (r < 0) {
         fprintf(stderr, "gpuplane schedule: %s\n", d.msg[0] ? d.msg : strerror(-r));
-        goto out;
+        return CLI_EXIT_USAGE;
     }
-    if (print_result(out, &st, o->fmt) < 0) {
-        json_decref(out);
-        goto out;
-    }
-    json_decref(out);
+    if (print_result(out, &st, o->fmt) < 0)
+        return CLI_EXIT_USAGE;
     if (o->stats)
-        fprintf(stderr,
-                "stats: %zu pods in %.6f s (%.1f pods/s); %zu node evaluations, %zu allocator "
-                "runs (%.2f us each); filter %.6f s, score %.6f s, commit %.6f s\n",
-                st.pods, st.total_s, st.total_s > 0 ? (double)st.pods / st.total_s : 0.0,
-                st.evaluations, st.attempts,
-                st.attempts ? st.filter_s * 1e6 / (double)st.attempts : 0.0, st.filter_s,
-                st.score_s, st.commit_s);
-    ret = st.scheduled == st.pods ? CLI_EXIT_OK : CLI_EXIT_FAILURE;
-out:
-    s = sched_free(s);
-    for (size_t i = 0; i < o->nfiles; i++)
-        doc_free(docs[i]);
-    return ret;
+        print_stats(&st);
+    return st.scheduled == st.pods ? CLI_EXIT_OK : CLI_EXIT_FAILURE;
 }
 
 int schedcmd_main(int argc, char **argv)
@@ -275,7 +219,7 @@ int schedcmd_main(int argc, char **argv)
     struct opts o = {0};
     int r;
 
-    dalloc_gates_default(&o.gates);
+    dalloccmd_input_init(&o.in);
     cli_common_init(&cc);
     r = parse(argc, argv, &cc, &o);
     if (r != 0)
@@ -286,5 +230,6 @@ int schedcmd_main(int argc, char **argv)
         r = cli_common_finish(&cc, "schedule") < 0 ? CLI_EXIT_USAGE : run(&o);
     }
     cli_common_release(&cc);
+    dalloccmd_input_release(&o.in);
     return r;
 }
