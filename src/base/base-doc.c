@@ -53,6 +53,7 @@ struct builder {
     json_t *root;
     size_t total;     /* expanded value count of the current document */
     size_t max_nodes; /* its cap */
+    bool positions;   /* record where values came from (doc_position) */
 };
 
 int doc_fail_mark(const struct doc *doc, struct diag *d, int line, int col, int err,
@@ -172,7 +173,8 @@ static int place(struct builder *b, json_t *v, size_t nodes, size_t added, char 
     }
     b->total += added;
     /* A key's string is freed once copied, and its address reused: only values get a position. */
-    if (line > 0 && !doc_is_singleton(v) && !(f && json_is_object(f->node) && !f->key)) {
+    if (b->positions && line > 0 && !doc_is_singleton(v) &&
+        !(f && json_is_object(f->node) && !f->key)) {
         r = doc_pos_put(&b->doc->pos, v, NULL, line, col);
         if (r < 0)
             goto fail;
@@ -192,7 +194,7 @@ static int place(struct builder *b, json_t *v, size_t nodes, size_t added, char 
     if (!f->key)
         return set_key(b, f, v, line, col);
     r = json_object_setn_new_nocheck(f->node, f->key, f->key_len, v) < 0 ? -ENOMEM : 0;
-    if (r >= 0 && f->key_line > 0)
+    if (r >= 0 && b->positions && f->key_line > 0)
         r = doc_pos_put(&b->doc->pos, f->node, f->key, f->key_line, f->key_col);
     free(f->key);
     f->key = NULL;
@@ -393,11 +395,11 @@ static int check_utf8(struct doc *doc, const char *text, size_t len, struct diag
 }
 
 static int doc_parse(struct doc *doc, const char *text, size_t len, size_t max_nodes,
-                     struct diag *d)
+                     bool positions, struct diag *d)
 {
     _cleanup_(fy_diag_destroyp) struct fy_diag *diag = NULL;
     _cleanup_(fy_parser_destroyp) struct fy_parser *parser = NULL;
-    struct builder b = {.doc = doc, .d = d, .max_nodes = max_nodes};
+    struct builder b = {.doc = doc, .d = d, .max_nodes = max_nodes, .positions = positions};
     struct fy_diag_cfg dcfg;
     struct fy_parse_cfg pcfg = {.flags = FYPCF_QUIET};
     int r = 0;
@@ -447,7 +449,8 @@ struct doc *doc_free(struct doc *doc)
 
 const struct doc_limits doc_limits_config = {.max_bytes = DOC_MAX_BYTES,
                                              .max_nodes = DOC_MAX_NODES};
-const struct doc_limits doc_limits_manifest = {.max_bytes = DOC_MANIFEST_MAX_BYTES};
+const struct doc_limits doc_limits_manifest = {.max_bytes = DOC_MANIFEST_MAX_BYTES,
+                                               .no_positions = true};
 
 int doc_load_string_limits(const char *name, const char *text, size_t len,
                            const struct doc_limits *limits, struct diag *d, struct doc **ret)
@@ -475,7 +478,7 @@ int doc_load_string_limits(const char *name, const char *text, size_t len,
     r = check_utf8(doc, text, len, d);
     if (r < 0)
         return r;
-    r = doc_parse(doc, text, len, max_nodes, d);
+    r = doc_parse(doc, text, len, max_nodes, !limits->no_positions, d);
     if (r < 0) {
         if (r == -ENOMEM)
             diag_fail(d, r, "%s: out of memory", doc->name);

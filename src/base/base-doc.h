@@ -42,11 +42,15 @@ struct doc_limits {
      * value takes at least one byte of input, so only aliases can get past that, and the memory
      * the values take stays linear in the input's size. */
     size_t max_nodes;
+    /* The caller never asks doc_position (it names objects and fields in its messages instead):
+     * do not keep a position per value, which for large inputs costs as much as the values. Syntax
+     * errors still carry file:line:col. */
+    bool no_positions;
 };
 
 /* DOC_MAX_BYTES and DOC_MAX_NODES: what doc_load_file() and doc_load_string() apply. */
 extern const struct doc_limits doc_limits_config;
-/* DOC_MANIFEST_MAX_BYTES, values scaled with the input. */
+/* DOC_MANIFEST_MAX_BYTES, values scaled with the input, no positions kept. */
 extern const struct doc_limits doc_limits_manifest;
 
 struct doc;

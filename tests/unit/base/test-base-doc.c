@@ -366,12 +366,13 @@ static void test_value_cap_config(void **state)
 
     /* Other fixed limits: the sequence itself is the fourth value. */
     diag_init(&d);
-    assert_int_equal(doc_load_string_limits("t.yaml", "[1, 2, 3]", 9,
-                                            &(const struct doc_limits){100, 3}, &d, &doc),
+    assert_int_equal(doc_load_string_limits(
+                         "t.yaml", "[1, 2, 3]", 9,
+                         &(const struct doc_limits){.max_bytes = 100, .max_nodes = 3}, &d, &doc),
                      -E2BIG);
     assert_string_equal(d.msg, "t.yaml:1:1: document has more than 3 values (aliases expanded)");
     assert_int_equal(doc_load_string_limits("t.yaml", "[1, 2, 3]", 9,
-                                            &(const struct doc_limits){8, 0}, &d, &doc),
+                                            &(const struct doc_limits){.max_bytes = 8}, &d, &doc),
                      -EFBIG);
     assert_string_equal(d.msg, "t.yaml: larger than 8 bytes");
 }
@@ -617,6 +618,25 @@ static void test_positions(void **state)
     assert_int_equal(doc_fail(doc, list, NULL, -EINVAL, "x"), -EINVAL);
 }
 
+/* Manifests keep no positions; their syntax errors still have them. */
+static void test_no_positions(void **state)
+{
+    static const char TEXT[] = "list:\n  - 1\n  - [a, b]\n";
+    _cleanup_(doc_freep) struct doc *doc = NULL;
+    int line = -1, col = -1;
+    struct diag d;
+
+    (void)state;
+    assert_int_equal(
+        doc_load_string_limits("t.yaml", TEXT, strlen(TEXT), &doc_limits_manifest, &d, &doc), 0);
+    assert_false(doc_position(doc, doc_root(doc, 0), &line, &col));
+    assert_false(doc_position(doc, json_object_get(doc_root(doc, 0), "list"), &line, &col));
+    doc = doc_free(doc);
+    assert_int_equal(doc_load_string_limits("t.yaml", "a: [1\n", 6, &doc_limits_manifest, &d, &doc),
+                     -EINVAL);
+    assert_int_equal(d.line, 2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -636,6 +656,7 @@ int main(void)
         cmocka_unit_test(test_getters),
         cmocka_unit_test(test_check_keys),
         cmocka_unit_test(test_positions),
+        cmocka_unit_test(test_no_positions),
         cmocka_unit_test(test_value_cap_config),
         cmocka_unit_test(test_value_cap_manifest),
         cmocka_unit_test(test_value_cap_manifest_aliases),
