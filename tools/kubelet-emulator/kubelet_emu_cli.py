@@ -342,6 +342,10 @@ class StepFailed(Exception):
 
 
 def main(argv=None):
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["dra"]:  # the DRA half has its own parser
+        import dra_emu_cli
+        return dra_emu_cli.main(argv[1:])
     ap = argparse.ArgumentParser(prog="kubelet-emu", formatter_class=argparse.RawDescriptionHelpFormatter,
                                  description="Kubelet emulator for device plugins (API v1beta1).")
     sub = ap.add_subparsers(dest="mode", required=True)
@@ -353,6 +357,8 @@ def main(argv=None):
     common.add_argument("--quiet", action="store_true", help="do not print registration/device events")
     common.add_argument("--log-dir", help="where spawned processes write their output (default: a temp dir)")
     sub.add_parser("serve", parents=[common], help="serve and print registrations and device changes")
+    sub.add_parser("dra", help="DRA drivers: plugin watcher and NodePrepare/UnprepareResources "
+                   "(see kubelet-emu dra --help)")
     run = sub.add_parser("run", parents=[common], help="serve and run scripted steps",
                          formatter_class=argparse.RawDescriptionHelpFormatter, epilog=STEPS_HELP)
     run.add_argument("steps", nargs="+", metavar="STEP")
