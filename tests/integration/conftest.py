@@ -34,3 +34,20 @@ class Gpuplane:
 @pytest.fixture(scope="session")
 def gp():
     return Gpuplane(BUILD)
+
+
+@pytest.fixture
+def fakekube(tmp_path):
+    """A fake Kubernetes API server (fakekube.py) with its kubeconfigs under tmp_path/kube; bookmarks
+    every 0.2 s. The test fails at teardown if a request was rejected 422 Invalid outside
+    fakekube.expect_invalid()."""
+    from fakekube import FakeKube
+    fk = FakeKube(tmp_path / "kube", bookmark_interval=0.2).start()
+    try:
+        yield fk
+    finally:
+        fk.stop()
+    bad = fk.unexpected_violations()
+    if bad:
+        pytest.fail("requests the API server rejected as invalid:\n" + "\n".join(
+            f"  {v['method']} {v['path']}: {v['message']}" for v in bad), pytrace=False)

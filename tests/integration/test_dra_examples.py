@@ -17,11 +17,10 @@ import pytest
 jsonschema = pytest.importorskip("jsonschema")
 yaml = pytest.importorskip("yaml")
 
+from openapi_schema import SCHEMA_FILE, strict, validator as _validator  # noqa: E402
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "dra"
-SCHEMA_FILE = pathlib.Path(__file__).resolve().parent / "schemas" / "resource.k8s.io_v1.json"
-PREFIX = "io.k8s.api.resource.v1."
-
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 C_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 SEMVER = re.compile(r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
@@ -29,28 +28,10 @@ SEMVER = re.compile(r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
                     r"(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$")
 
 
-def _strict(node):
-    """Reject unknown fields: every object schema with properties gets additionalProperties: false."""
-    if isinstance(node, dict):
-        if "properties" in node and "additionalProperties" not in node:
-            node["additionalProperties"] = False
-        for v in node.values():
-            _strict(v)
-    elif isinstance(node, list):
-        for v in node:
-            _strict(v)
-    return node
-
-
 @pytest.fixture(scope="module")
 def components():
     doc = json.loads(SCHEMA_FILE.read_text())
-    return _strict(copy.deepcopy(doc["components"]))
-
-
-def _validator(components, kind):
-    schema = {"$ref": f"#/components/schemas/{PREFIX}{kind}", "components": components}
-    return jsonschema.Draft202012Validator(schema)
+    return strict(copy.deepcopy(doc["components"]))
 
 
 def _objects():

@@ -1,0 +1,47 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The official resource.k8s.io/v1 OpenAPI v3 document (schemas/), as jsonschema validators.
+
+Shared by the example checks (test_dra_examples.py) and the fake API server (fakekube.py). Validation
+is strict, as the API server's strict field validation: every object schema with properties rejects
+unknown fields. $refs resolve inside the document (#/components/schemas/...).
+"""
+import copy
+import functools
+import json
+import pathlib
+
+import jsonschema
+
+SCHEMA_FILE = pathlib.Path(__file__).resolve().parent / "schemas" / "resource.k8s.io_v1.json"
+PREFIX = "io.k8s.api.resource.v1."
+
+
+def strict(node):
+    """Reject unknown fields: every object schema with properties gets additionalProperties: false."""
+    if isinstance(node, dict):
+        if "properties" in node and "additionalProperties" not in node:
+            node["additionalProperties"] = False
+        for v in node.values():
+            strict(v)
+    elif isinstance(node, list):
+        for v in node:
+            strict(v)
+    return node
+
+
+@functools.lru_cache(maxsize=1)
+def load_components():
+    """The document's components, made strict. Cached: callers must not modify the result."""
+    doc = json.loads(SCHEMA_FILE.read_text())
+    return strict(copy.deepcopy(doc["components"]))
+
+
+def validator(components, kind):
+    """A Draft 2020-12 validator for resource.k8s.io/v1 kind (e.g. "ResourceClaim")."""
+    schema = {"$ref": f"#/components/schemas/{PREFIX}{kind}", "components": components}
+    return jsonschema.Draft202012Validator(schema)
+
+
+def kinds():
+    """The kinds the document defines a schema for (lists included)."""
+    return sorted(k[len(PREFIX):] for k in load_components()["schemas"] if k.startswith(PREFIX))
