@@ -412,6 +412,9 @@ class FakeKube:
         self.namespace = namespace
         self.bookmark_interval = bookmark_interval
         self.validate = validate
+        # how a watch from a compacted resourceVersion fails: "event" (200, then an ERROR event with
+        # a 410 Status, as the watch cache does) or "status" (an HTTP 410 answer, as etcd-direct)
+        self.watch_expired = "event"
         self.store = Store(history)
         self.resources = [Resource(*r) for r in RESOURCES]
         self.log = []
@@ -998,18 +1001,44 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 fields_match(fields, obj)
         return match
 
-    def _check_rv(self, query):
+    def _list_state(self, query, limit):
+        """The resourceVersion and objects a list reads, after kube-apiserver's resourceVersion rules:
+        unset or "0" the current state; N with resourceVersionMatch=Exact (or, as the legacy rule,
+        with a limit and no match) the state at N, 410 once compacted; N with NotOlderThan the
+        current state. N beyond the current version answers 504 (the real server waits 3 s first)."""
+        store = self.fk.store
         rv = query.get("resourceVersion", [""])[-1]
+        how = query.get("resourceVersionMatch", [""])[-1]
+        if how not in ("", "Exact", "NotOlderThan"):
+            raise ApiError(400, f'resourceVersionMatch: Unsupported value: "{how}"')
         if rv in ("", "0"):
-            return None
+            if how == "Exact" or (how and rv == ""):
+                raise ApiError(400, "resourceVersionMatch is forbidden unless resourceVersion is provided"
+                               if rv == "" else "resourceVersionMatch \"Exact\" is forbidden for "
+                               "resourceVersion \"0\"")
+            return store.rv, store.objects
         try:
             n = int(rv)
         except ValueError:
-            raise ApiError(400, f'invalid resource version: "{rv}"', reason="BadRequest")
-        if n < self.fk.store.compacted:
-            raise ApiError(410, f"too old resource version: {n} ({self.fk.store.compacted + 1})",
-                           reason="Expired")
-        return n
+            raise ApiError(400, f'invalid resource version: "{rv}"')
+        if n > store.rv:
+            raise ApiError(504, f"Too large resource version: {n}, current: {store.rv}", reason="Timeout",
+                           details={"causes": [{"reason": "ResourceVersionTooLarge",
+                                                "message": "Too large resource version"}],
+                                    "retryAfterSeconds": 1})
+        if not (how == "Exact" or (how == "" and limit > 0)):
+            return store.rv, store.objects
+        if n < store.compacted:
+            raise ApiError(410, "The resourceVersion for the provided list is too old.", reason="Expired")
+        objs = dict(store.objects)
+        for hrv, _, key, old, _ in reversed(store.history):  # undo what happened after n
+            if hrv <= n:
+                break
+            if old is None:
+                objs.pop(key, None)
+            else:
+                objs[key] = old
+        return n, objs
 
     def _list(self, res, ns, query):
         fk = self.fk
@@ -1027,10 +1056,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                                    "parameter.", reason="Expired")
                 rv, items = snap
             else:
-                self._check_rv(query)
                 match = self._matcher(res, ns, None, query)
-                rv = fk.store.rv
-                items = [copy.deepcopy(o) for k, o in sorted(fk.store.objects.items()) if match(k, o)]
+                rv, objs = self._list_state(query, limit)
+                items = [copy.deepcopy(o) for k, o in sorted(objs.items()) if match(k, o)]
             meta = {"resourceVersion": str(rv)}
             if limit > 0 and len(items) > limit:
                 rest = items[limit:]
@@ -1082,7 +1110,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             fk._stamp_new(meta)
             fk._validate(res, obj)
             if key in fk.store.objects:
-                raise ApiError(409, f'{res.qualified} "{meta["name"]}" already exists', reason="AlreadyExists",
+                raise ApiError(409, f'{res.qualified} "{meta["name"]}" already exists',
+                               reason="AlreadyExists",
                                details={"name": meta["name"], "group": res.group, "kind": res.plural})
             meta["resourceVersion"] = str(fk.store.next_rv())
             fk.store.objects[key] = obj
@@ -1240,6 +1269,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                     raise ApiError(400, f'invalid resource version: "{rv_param}"')
                 if cursor < store.compacted:
                     too_old = f"too old resource version: {cursor} ({store.compacted + 1})"
+                    if fk.watch_expired == "status":
+                        raise ApiError(410, too_old, reason="Expired")
         self._log(*self._req, 200, True)
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
@@ -1337,7 +1368,8 @@ def main(argv=None):
     ap.add_argument("--namespace", default="default", help="the kubeconfig's and service account's namespace")
     ap.add_argument("--bookmark-interval", type=float, default=10.0, help="seconds between watch bookmarks")
     ap.add_argument("--load", action="append", default=[], help="YAML or JSON file of objects to store")
-    ap.add_argument("--no-validate", action="store_true", help="accept resource.k8s.io objects the schema rejects")
+    ap.add_argument("--no-validate", action="store_true",
+                    help="accept resource.k8s.io objects the schema rejects")
     args = ap.parse_args(argv)
     fk = FakeKube(args.dir, port=args.port, token=args.token, namespace=args.namespace,
                   bookmark_interval=args.bookmark_interval, validate=not args.no_validate)

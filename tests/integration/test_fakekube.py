@@ -405,14 +405,36 @@ def test_pagination(fakekube, api):
     assert "continue" not in page["metadata"] and len(page["items"]) == 6
 
 
-def test_list_too_old_resource_version(fakekube, api):
+def test_list_resource_versions(fakekube, api):
     fakekube.put(slice_obj("o1"))
     old = fakekube.resource_version
     fakekube.put(slice_obj("o2"))
+    fakekube.put(slice_obj("o1", node="n7"))
+    fakekube.remove("resourceslices", "o1")
+    # Exact (or a limit without a match: the legacy rule) reads the state at the version
+    for q in (f"resourceVersion={old}&resourceVersionMatch=Exact", f"resourceVersion={old}&limit=5"):
+        st, lst = api.call("GET", f"{SLICES}?{q}")
+        assert st == 200 and names(lst) == ["o1"] and lst["metadata"]["resourceVersion"] == str(old), q
+        assert lst["items"][0]["spec"]["nodeName"] == "node-a"
+    st, lst = api.call("GET", f"{SLICES}?resourceVersion={old}&resourceVersionMatch=NotOlderThan")
+    assert st == 200 and names(lst) == ["o2"]
+    st, err = api.call("GET", f"{SLICES}?resourceVersion={fakekube.resource_version + 5}")
+    assert st == 504 and err["details"]["causes"][0]["reason"] == "ResourceVersionTooLarge"
     fakekube.compact()
     st, err = api.call("GET", f"{SLICES}?resourceVersion={old}&resourceVersionMatch=Exact")
-    assert st == 410 and err["reason"] == "Expired"
+    assert st == 410 and err["reason"] == "Expired" and err["message"] == \
+        "The resourceVersion for the provided list is too old."
+    assert api.call("GET", f"{SLICES}?resourceVersion={old}")[0] == 200
     assert api.call("GET", f"{SLICES}?resourceVersion=0")[0] == 200
+    assert api.call("GET", f"{SLICES}?resourceVersion=0&resourceVersionMatch=Exact")[0] == 400
+
+
+def test_delete_collection(fakekube, api):
+    for i, node in enumerate(["n1", "n1", "n2"]):
+        fakekube.put(slice_obj(f"d{i}", node=node))
+    st, lst = api.call("DELETE", f"{SLICES}?fieldSelector=spec.nodeName%3Dn1")
+    assert st == 200 and names(lst) == ["d0", "d1"]
+    assert [o["metadata"]["name"] for o in fakekube.objects("resourceslices")] == ["d2"]
 
 
 # --- watches ---
@@ -483,6 +505,9 @@ def test_watch_too_old(fakekube, api):
         assert w.next() is None
     finally:
         w.close()
+    fakekube.watch_expired = "status"
+    st, err = api.call("GET", f"{SLICES}?watch=true&resourceVersion={old - 1}")
+    assert st == 410 and err["reason"] == "Expired"
     # a bounded history: old versions fall out of it
     small = fkmod.FakeKube(fakekube.dir / "small", history=3).start()
     try:
