@@ -54,3 +54,17 @@ DEFINE_POINTER_CLEANUP(struct dra_publisher, dra_publisher_free)
 /* (Re)publishes with the current health (opts->unhealthy is read again). done may be NULL. */
 _wur_ int dra_publish(struct dra_publisher *p, void (*done)(int result, void *userdata),
                       void *userdata);
+/*
+ * How the above behaves in detail. The publisher borrows loop, kube, inv and opts->unhealthy
+ * (they must outlive it) and copies the strings of opts. Publishing starts from the loop, never
+ * inside dra_publish, and each done is called exactly once, never from inside dra_publish: with 0
+ * when the run that served it left the API holding exactly the wanted slices, or with the run's
+ * negative errno (the publisher then retries by itself, 1 s doubling to 30 s, and logs the
+ * outcome; a later dra_publish retries at once). Calls during a run are served together by one
+ * more run. A done may free the publisher. dra_publisher_free drops the callbacks not yet made;
+ * a request still in flight keeps a small record that its kube callback frees (a kube client
+ * freed afterwards never calls back: the records then stay allocated, still reachable, so free
+ * the pair at exit only).
+ */
+/* The pool generation of the slices last wanted; -1 before the first run got its answer. */
+int64_t dra_publisher_generation(const struct dra_publisher *p);
