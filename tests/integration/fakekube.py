@@ -395,7 +395,9 @@ class Injection:
         self.method = re.compile(method)
         self.path = re.compile(path)
         self.status, self.count, self.hang, self.delay = status, count, hang, delay
-        self.message, self.headers = message, headers or {}
+        self.message, self.headers = message, dict(headers or {})
+        if status == 429:  # kube-apiserver's priority and fairness sends one with every 429
+            self.headers.setdefault("Retry-After", "1")
 
 
 class FakeKube:
@@ -950,7 +952,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         elif method == "PATCH":
             ctype = self.headers.get("Content-Type", "").split(";")[0].strip()
             if ctype != "application/merge-patch+json":
-                raise ApiError(415, f"the body of the request was in an unknown format - accepted media "
+                raise ApiError(415, "the body of the request was in an unknown format - accepted media "
                                f"types include: application/merge-patch+json")
             self._send(200, self._patch(res, ns_key, name, self._json(body), sub))
         elif method == "DELETE":

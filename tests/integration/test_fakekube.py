@@ -106,7 +106,8 @@ def slice_obj(name, node="node-a", driver="gpu.nvidia.com", labels=None, devices
 def claim_obj(name, **meta):
     return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
             "metadata": dict(name=name, **meta),
-            "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com"}}]}}}
+            "spec": {"devices": {"requests": [
+                {"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com"}}]}}}
 
 
 def allocation():
@@ -313,7 +314,8 @@ def test_validation(fakekube, api):
     bad["spec"]["devices"][0]["bogus"] = 1
     st, err = api.call("POST", SLICES, bad)
     assert st == 422 and err["reason"] == "Invalid"
-    assert "'bogus' was unexpected" in err["message"] and err["message"].startswith('ResourceSlice.resource.k8s.io "bad" is invalid: spec.devices[0]')
+    assert "'bogus' was unexpected" in err["message"]
+    assert err["message"].startswith('ResourceSlice.resource.k8s.io "bad" is invalid: spec.devices[0]: ')
     assert err["details"]["causes"][0]["field"] == "spec.devices[0]"
     unexpected = fakekube.unexpected_violations()
     assert len(unexpected) == 1 and unexpected[0]["method"] == "POST"
@@ -571,6 +573,13 @@ def test_injected_failures(fakekube, api):
     assert st == 503 and body["reason"] == "ServiceUnavailable"
     assert api.call("GET", SLICES)[0] == 200
     assert [r["status"] for r in fakekube.requests("GET", "resourceslices$")] == [503, 503, 200]
+    fakekube.inject("DELETE", status=429)
+    c = api.conn()
+    c.request("DELETE", f"{SLICES}/x", headers=api.headers())
+    r = c.getresponse()
+    assert r.status == 429 and r.getheader("Retry-After") == "1"
+    assert json.loads(r.read())["reason"] == "TooManyRequests"
+    c.close()
 
     for _ in range(2):  # a released hang does not release the next one
         fakekube.inject("POST", ".*", hang=True)
@@ -594,6 +603,22 @@ def test_hooks_put_remove_objects(fakekube, api):
     assert fakekube.remove("resourceslices", "k1")["metadata"]["name"] == "k1"
     assert fakekube.objects("resourceslices") == []
     assert api.call("GET", f"{SLICES}/k1")[0] == 404
+
+
+@pytest.mark.skipif(os.environ.get("FAKEKUBE_SELFCHECK") != "1", reason="run by test_fixture_fails_on_422")
+def test_unexpected_422(fakekube, api):
+    assert api.call("POST", SLICES, dict(slice_obj("x"), spec={}))[0] == 422
+
+
+def test_fixture_fails_on_422():
+    """A 422 the test did not expect fails the test at the fixture's teardown."""
+    env = dict(os.environ, FAKEKUBE_SELFCHECK="1")
+    p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                        f"{__file__}::test_unexpected_422"], capture_output=True, text=True, env=env,
+                       timeout=60)
+    assert p.returncode == 1, p.stdout
+    assert "1 passed, 1 error" in p.stdout and "rejected as invalid" in p.stdout, p.stdout
+    assert "POST /apis/resource.k8s.io/v1/resourceslices" in p.stdout
 
 
 def test_script_mode(tmp_path):
