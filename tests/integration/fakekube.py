@@ -529,10 +529,15 @@ class FakeKube:
             return [copy.deepcopy(o) for k, o in sorted(self.store.objects.items())
                     if k[:2] == (res.gv, res.plural) and (namespace is None or k[2] == namespace)]
 
+    def _key(self, res, name, namespace):
+        ns = (namespace or "default") if res.namespaced else ""
+        return (res.gv, res.plural, ns, name)
+
     def get(self, resource, name, namespace=None):
+        """A copy of one object (namespace None: "default" for namespaced resources), or None."""
         res = self.resource(resource)
         with self.store.cond:
-            o = self.store.objects.get((res.gv, res.plural, namespace or "", name))
+            o = self.store.objects.get(self._key(res, name, namespace))
             return copy.deepcopy(o)
 
     def put(self, obj):
@@ -545,7 +550,7 @@ class FakeKube:
         ns = meta.get("namespace", "") if res.namespaced else ""
         if res.namespaced and not ns:
             ns = meta["namespace"] = "default"
-        key = (res.gv, res.plural, ns, meta["name"])
+        key = self._key(res, meta["name"], ns)
         with self.store.cond:
             old = self.store.objects.get(key)
             if old:
@@ -562,7 +567,7 @@ class FakeKube:
         """Deletes an object behind the client's back (finalizers ignored); returns it or None."""
         res = self.resource(resource)
         with self.store.cond:
-            key = (res.gv, res.plural, namespace or "", name)
+            key = self._key(res, name, namespace)
             old = self.store.objects.pop(key, None)
             if old:
                 gone = copy.deepcopy(old)
@@ -953,7 +958,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             ctype = self.headers.get("Content-Type", "").split(";")[0].strip()
             if ctype != "application/merge-patch+json":
                 raise ApiError(415, "the body of the request was in an unknown format - accepted media "
-                               f"types include: application/merge-patch+json")
+                               "types include: application/merge-patch+json")
             self._send(200, self._patch(res, ns_key, name, self._json(body), sub))
         elif method == "DELETE":
             self._send(200, self._delete(res, ns_key, name, self._json(body) if body else {}))
@@ -1219,13 +1224,14 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 raise conflict(res, name, "Precondition failed: ResourceVersion in precondition: "
                                f"{pre['resourceVersion']}, ResourceVersion in object meta: "
                                f"{old['metadata']['resourceVersion']}")
+            if old["metadata"].get("finalizers") and old["metadata"].get("deletionTimestamp"):
+                return copy.deepcopy(old)  # being deleted already: waits for its finalizers
             new = copy.deepcopy(old)
             new["metadata"]["resourceVersion"] = str(fk.store.next_rv())
             if old["metadata"].get("finalizers"):
-                if not old["metadata"].get("deletionTimestamp"):
-                    new["metadata"]["deletionTimestamp"] = now_rfc3339()
-                    fk.store.objects[key] = new
-                    fk.store.record("MODIFIED", key, old, new)
+                new["metadata"]["deletionTimestamp"] = now_rfc3339()
+                fk.store.objects[key] = new
+                fk.store.record("MODIFIED", key, old, new)
                 return new
             del fk.store.objects[key]
             fk.store.record("DELETED", key, old, new)

@@ -300,7 +300,9 @@ def test_finalizers_delay_deletion(fakekube, api):
     st, c = api.call("POST", CLAIMS, claim_obj("c3", finalizers=["gpuplane.example.com/x"]))
     st, d = api.call("DELETE", f"{CLAIMS}/c3")
     assert st == 200 and d["metadata"]["deletionTimestamp"]
-    assert fakekube.get("resourceclaims", "c3", "default") is not None
+    assert fakekube.get("resourceclaims", "c3") == d
+    st, d2 = api.call("DELETE", f"{CLAIMS}/c3")
+    assert st == 200 and d2 == d
     st, _ = api.call("PATCH", f"{CLAIMS}/c3", {"metadata": {"finalizers": None}},
                      ctype="application/merge-patch+json")
     assert st == 200 and fakekube.get("resourceclaims", "c3", "default") is None
