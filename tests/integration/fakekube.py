@@ -612,9 +612,9 @@ class FakeKube:
         get 410, as after an etcd compaction."""
         with self.store.cond:
             self.store.compact(rv)
-            for tok, snap in list(self._continues.items()):
-                if snap[0] <= self.store.compacted:
-                    del self._continues[tok]
+            for snap_id, snap in list(self._continues.items()):
+                if snap[0] < self.store.compacted:
+                    del self._continues[snap_id]
 
     def drop_watches(self, clean=False):
         """Cuts every open watch: clean=True ends the chunked stream properly, else the TCP
@@ -1054,27 +1054,35 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         except ValueError:
             raise ApiError(400, "invalid limit")
         cont = query.get("continue", [""])[-1]
+        # A paged list reads one snapshot, taken by its first page; a continue token names the
+        # snapshot and an offset into it, so the same token (a retry) gives the same page.
         with fk.store.cond:
             if cont:
-                snap = fk._continues.pop(cont, None)
+                try:
+                    pos = json.loads(base64.urlsafe_b64decode(cont + "=" * (-len(cont) % 4)))
+                    snap_id, start = pos["id"], int(pos["start"])
+                except (ValueError, KeyError, TypeError):
+                    raise ApiError(400, "continue key is not valid: incorrect encoded start "
+                                   "resourceVersion (version meta.k8s.io/v1)")
+                snap = fk._continues.get(snap_id)
                 if snap is None:
                     raise ApiError(410, "The provided continue parameter is too old to display a consistent "
                                    "list result. You can start a new list without the continue "
                                    "parameter.", reason="Expired")
-                rv, items = snap
+                rv, everything = snap
             else:
                 match = self._matcher(res, ns, None, query)
                 rv, objs = self._list_state(query, limit)
-                items = [copy.deepcopy(o) for k, o in sorted(objs.items()) if match(k, o)]
+                everything = [o for k, o in sorted(objs.items()) if match(k, o)]
+                snap_id, start = secrets.token_hex(8), 0
+            end = start + limit if limit > 0 else len(everything)
+            items = [copy.deepcopy(o) for o in everything[start:end]]
             meta = {"resourceVersion": str(rv)}
-            if limit > 0 and len(items) > limit:
-                rest = items[limit:]
-                items = items[:limit]
-                tok = base64.urlsafe_b64encode(json.dumps(
-                    {"rv": rv, "id": secrets.token_hex(8)}).encode()).decode().rstrip("=")
-                fk._continues[tok] = (rv, rest)
-                meta["continue"] = tok
-                meta["remainingItemCount"] = len(rest)
+            if end < len(everything):
+                fk._continues[snap_id] = (rv, everything)  # stored objects are never changed in place
+                meta["continue"] = base64.urlsafe_b64encode(json.dumps(
+                    {"rv": rv, "id": snap_id, "start": end}).encode()).decode().rstrip("=")
+                meta["remainingItemCount"] = len(everything) - end
         for o in items:
             o.pop("apiVersion", None)
             o.pop("kind", None)

@@ -397,16 +397,25 @@ def test_pagination(fakekube, api):
     fakekube.put(slice_obj("p25"))  # pages after the first show the first page's snapshot
     seen = names(page)
     while page["metadata"].get("continue"):
-        st, page = api.call("GET", f"{SLICES}?limit=2&continue={page['metadata']['continue']}")
+        path = f"{SLICES}?limit=2&continue={page['metadata']['continue']}"
+        st, page = api.call("GET", path)
         assert st == 200 and page["metadata"]["resourceVersion"] == rv
+        assert api.call("GET", path)[1] == page  # a token can be used again
         seen += names(page)
     assert seen == ["p0", "p1", "p2", "p3", "p4"]
+    st, err = api.call("GET", f"{SLICES}?limit=2&continue=garbage")
+    assert st == 400
+    st, page = api.call("GET", f"{SLICES}?limit=2")
+    fakekube.put(slice_obj("p26"))
+    fakekube.compact()  # compaction past a snapshot's version expires its tokens too
+    st, err = api.call("GET", f"{SLICES}?limit=2&continue={page['metadata']['continue']}")
+    assert st == 410 and err["reason"] == "Expired"
     st, page = api.call("GET", f"{SLICES}?limit=2")
     fakekube.expire_continues()
     st, err = api.call("GET", f"{SLICES}?limit=2&continue={page['metadata']['continue']}")
     assert st == 410 and err["reason"] == "Expired" and err["code"] == 410
     st, page = api.call("GET", f"{SLICES}?limit=100")
-    assert "continue" not in page["metadata"] and len(page["items"]) == 6
+    assert "continue" not in page["metadata"] and len(page["items"]) == 7
 
 
 def test_list_resource_versions(fakekube, api):
