@@ -938,7 +938,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 self._send(200, self._list(res, ns, query))
             elif method == "POST":
                 if not res.namespaced or ns is not None:
-                    self._send(201, self._create(res, ns_key, self._json(body)))
+                    self._send(201, self._create(res, ns_key, self._object(body)))
                 else:
                     raise ApiError(405, "the server does not allow this method on the requested resource")
             elif method == "DELETE":
@@ -953,7 +953,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                     raise not_found(res, name)
                 self._send(200, obj)
         elif method == "PUT":
-            self._send(200, self._update(res, ns_key, name, self._json(body), sub))
+            self._send(200, self._update(res, ns_key, name, self._object(body), sub))
         elif method == "PATCH":
             ctype = self.headers.get("Content-Type", "").split(";")[0].strip()
             if ctype != "application/merge-patch+json":
@@ -982,6 +982,23 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 out.append({"name": f"{r.plural}/status", "singularName": "", "namespaced": r.namespaced,
                             "kind": r.kind, "verbs": ["get", "patch", "update"]})
         return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": out}
+
+    def _object(self, body):
+        """The body of a create or update: JSON (also when no Content-Type is given, as
+        kube-apiserver assumes) or YAML; anything else is 415, as a client that forgot the header
+        (curl then sends a form type) gets from the real server."""
+        ctype = self.headers.get("Content-Type", "").split(";")[0].strip()
+        if ctype == "application/yaml":
+            try:
+                obj = yaml.safe_load(body)
+            except yaml.YAMLError as e:
+                raise ApiError(400, f"couldn't get version/kind; yaml parse error: {e}")
+            return self._json(json.dumps(obj).encode())
+        if ctype not in ("", "application/json"):
+            raise ApiError(415, "the body of the request was in an unknown format - accepted media types "
+                           "include: application/json, application/yaml, "
+                           "application/vnd.kubernetes.protobuf")
+        return self._json(body)
 
     @staticmethod
     def _json(body):

@@ -239,6 +239,8 @@ def test_create_get_update_patch_delete(fakekube, api):
     assert st == 415
     st, err = api.call("PATCH", f"{CLAIMS}/nope", {}, ctype="application/merge-patch+json")
     assert st == 404
+    st, err = api.call("POST", CLAIMS, claim_obj("c9"), ctype="application/x-www-form-urlencoded")
+    assert st == 415 and err["reason"] == "UnsupportedMediaType"
 
     st, d = api.call("DELETE", f"{CLAIMS}/c1")
     assert st == 200 and d["metadata"]["name"] == "c1"
