@@ -624,6 +624,20 @@ class FakeKube:
             self._drop_clean = clean
             self.store.cond.notify_all()
 
+    def wait_for(self, predicate, timeout=10.0, what="the condition"):
+        """Polls predicate() (without the store's lock held) until it returns something true, waking
+        on every change and logged request; returns that value. AssertionError after timeout."""
+        deadline = time.monotonic() + timeout
+        while True:
+            value = predicate()
+            if value:
+                return value
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise AssertionError(f"fakekube: {what} did not happen within {timeout} s")
+            with self.store.cond:
+                self.store.cond.wait(min(left, 0.05))
+
     def watch_count(self):
         with self._conns_lock:
             return sum(1 for c in self._conns if c.watching)
@@ -823,6 +837,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         with self.fk.store.cond:
             self.fk.log.append({"method": method, "path": path, "query": query, "status": status,
                                 "headers": headers, "watch": watch, "time": time.time()})
+            self.fk.store.cond.notify_all()
 
     def _authenticated(self):
         auth = self.headers.get("Authorization")

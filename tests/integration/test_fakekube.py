@@ -14,6 +14,7 @@ import signal
 import ssl
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -543,10 +544,7 @@ def test_drop_watches(fakekube, api):
     for clean in (False, True):
         w = api.watch(f"{SLICES}?watch=true&resourceVersion={fakekube.resource_version}")
         try:
-            deadline = time.monotonic() + 3
-            while fakekube.watch_count() == 0:
-                assert time.monotonic() < deadline
-                time.sleep(0.01)
+            fakekube.wait_for(fakekube.watch_count, timeout=3, what="a watch")
             fakekube.drop_watches(clean=clean)
             if clean:
                 assert w.next_non_bookmark() is None
@@ -605,6 +603,14 @@ def test_injected_failures(fakekube, api):
     fakekube.inject("GET", ".*/resourceslices/h", status=None, delay=0.3)
     t = time.monotonic()
     assert api.call("GET", f"{SLICES}/h")[0] == 200 and time.monotonic() - t >= 0.3
+
+
+def test_wait_for(fakekube, api):
+    with pytest.raises(AssertionError, match="a slice did not happen"):
+        fakekube.wait_for(lambda: fakekube.objects("resourceslices"), timeout=0.2, what="a slice")
+    threading.Timer(0.1, lambda: api.call("POST", SLICES, slice_obj("late"))).start()
+    got = fakekube.wait_for(lambda: fakekube.objects("resourceslices"), timeout=3)
+    assert got[0]["metadata"]["name"] == "late"
 
 
 def test_hooks_put_remove_objects(fakekube, api):
