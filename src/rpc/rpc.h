@@ -114,6 +114,13 @@ void rpc_server_shutdown(struct rpc_server *srv, void (*done)(void *userdata), v
 struct rpc_server *rpc_server_free(struct rpc_server *srv);
 DEFINE_POINTER_CLEANUP(struct rpc_server, rpc_server_free)
 
+/*
+ * Serves an already connected stream socket as if it had been accepted from a listening socket:
+ * for listeners the caller owns (the DRA driver's health service on a TCP port). The server owns
+ * fd from then on, also on failure (it is then closed).
+ */
+_wur_ int rpc_server_adopt(struct rpc_server *srv, int fd);
+
 /* Number of open connections and of calls in flight (for tests and metrics). */
 size_t rpc_server_connections(const struct rpc_server *srv);
 size_t rpc_server_calls(const struct rpc_server *srv);
