@@ -313,7 +313,7 @@ def _cert(subject_cn, key, issuer_cert, issuer_key, *, ca=False, sans=None, clie
 
 class Certs:
     """A CA, a server certificate for 127.0.0.1/::1/localhost and a client certificate, as PEM files in
-    dir: ca.crt, server.crt/.key, client.crt/.key (the CA key stays in memory)."""
+    dir: ca.crt, server.crt/.key, client.crt/.key (the CA key is never written)."""
 
     def __init__(self, directory):
         d = pathlib.Path(directory)
@@ -1165,7 +1165,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             fk.store.record("ADDED", key, None, obj)
             return obj
 
-    def _store_update(self, res, key, old, new, sub, method):
+    def _store_update(self, res, key, old, new, sub):
         """Applies an update (PUT or the result of a PATCH) of old to new, kube-apiserver's way."""
         fk = self.fk
         self._check_kind(res, new)
@@ -1231,7 +1231,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                                            "Invalid value: 0x0: must be specified for an update")])
             if rv != old["metadata"]["resourceVersion"]:
                 raise conflict(res, name)
-            return self._store_update(res, key, old, obj, sub, "PUT")
+            return self._store_update(res, key, old, obj, sub)
 
     def _patch(self, res, ns, name, patch, sub):
         fk = self.fk
@@ -1247,7 +1247,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             if not isinstance(new.get("metadata"), dict):
                 raise ApiError(400, "metadata must be an object")
             new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
-            return self._store_update(res, key, old, new, sub, "PATCH")
+            return self._store_update(res, key, old, new, sub)
 
     def _delete(self, res, ns, name, opts):
         fk = self.fk
