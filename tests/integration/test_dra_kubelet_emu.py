@@ -351,6 +351,7 @@ def test_replaced_socket_is_a_new_plugin(kubelet, plugins):
     second = kubelet.wait_registered(DRIVER, since=first.seq + 1)
     assert first.deregistered is not None and second.current
     assert second.endpoint == old.reg_socket and new.notifications == [(True, "")]
+    assert second.file_key == kubelet.file_key(old.reg_socket) != first.file_key
     assert kubelet.prepare(DRIVER, [("ns", "a", UID_A)]).ok
     assert new.calls and not old.calls
 

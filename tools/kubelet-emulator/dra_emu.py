@@ -155,6 +155,7 @@ class Registration:
     endpoint: str = None  # the DRA socket (GetInfo's endpoint, or the registration socket when empty)
     deregistered: float = None  # time.monotonic() of the deregistration, for accepted ones
     finished: bool = False  # the attempt is over (notification sent or not)
+    file_key: tuple = None  # (inode, ctime in ns) of the socket file this attempt dialed
 
     @property
     def driver(self):
@@ -361,6 +362,16 @@ class DraKubelet:
 
     # ---- watcher ----------------------------------------------------------------------------------
 
+    @staticmethod
+    def file_key(path):
+        """(inode, ctime in ns) of path, as Registration.file_key: tells a re-created socket file
+        from the one a registration was made for. None when there is no file."""
+        try:
+            st = os.lstat(path)
+        except OSError:
+            return None
+        return (st.st_ino, st.st_ctime_ns)
+
     def _scan(self):
         """{path: (inode, ctime)} of the sockets under the directory, dot names skipped."""
         found = {}
@@ -424,7 +435,8 @@ class DraKubelet:
 
     def _attempt(self, sock):
         with self._cond:
-            reg = Registration(len(self._registrations), time.monotonic(), sock.path)
+            reg = Registration(len(self._registrations), time.monotonic(), sock.path,
+                               file_key=sock.key)
             self._registrations.append(reg)
         channel = grpc.insecure_channel("unix:" + sock.path, options=CHANNEL_OPTIONS)
         try:
