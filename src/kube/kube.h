@@ -77,7 +77,8 @@ struct kube_client;
 /* A client for cfg (copied). */
 _wur_ int kube_client_new(struct ev_loop *loop, const struct kube_config *cfg,
                           const struct kube_client_options *opts, struct kube_client **ret);
-/* Cancels every request and watch; their callbacks are not called. */
+/* Cancels every request and watch; their callbacks are not called. Watches stop but stay allocated
+ * until kube_watch_free() (before or after this). May be called from inside a callback. */
 struct kube_client *kube_client_free(struct kube_client *c);
 DEFINE_POINTER_CLEANUP(struct kube_client, kube_client_free)
 
@@ -131,8 +132,10 @@ enum kube_event {
     KUBE_SYNCED, /* the objects reported since the last (re)list are the whole collection */
 };
 
-/* obj is borrowed (valid during the call). After a re-list the watch reports what changed as
- * ADDED/MODIFIED/DELETED against what it had reported, then SYNCED. */
+/* obj is borrowed (valid during the call); for KUBE_SYNCED it is the List just read (its
+ * metadata.resourceVersion), for KUBE_DELETED the last state known. After a re-list the watch
+ * reports what changed as ADDED/MODIFIED/DELETED against what it had reported, then SYNCED. The
+ * function may free the watch or the client. */
 typedef void (*kube_event_fn)(enum kube_event ev, json_t *obj, void *userdata);
 
 struct kube_watch;
