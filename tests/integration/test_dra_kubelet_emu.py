@@ -416,6 +416,7 @@ def test_prepare_unprepare_both_versions(kubelet, plugins, version):
     assert again.to_dict()["claims"] == r.to_dict()["claims"]
     u = kubelet.unprepare(DRIVER, claims[:1], version=version)
     assert u.ok and u.claims[UID_A].answered and p.calls[-1] == (version, "unprepare", claims[:1])
+    assert "devices" not in u.to_dict()["claims"][UID_A]
     assert set(kubelet.prepared(DRIVER)) == {UID_B}
 
 

@@ -192,12 +192,12 @@ class ClaimResult:
     requested: bool = True
     answered: bool = False
     error: str = ""  # the driver's per-claim error
-    devices: list = dataclasses.field(default_factory=list)  # prepare only; dicts, see device_dict
+    devices: list = None  # prepare: the answered devices (dicts, see device_dict); unprepare: None
 
     def to_dict(self):
         d = {"namespace": self.namespace, "name": self.name, "requested": self.requested,
              "answered": self.answered, "error": self.error}
-        if self.devices or self.answered:
+        if self.devices is not None:
             d["devices"] = self.devices
         return d
 
@@ -633,7 +633,7 @@ class DraKubelet:
         claims = [Claim.of(c) for c in claims]
         inst = self._instance(driver)
         if inst is None:
-            return CallResult(method, driver, version, None, self._claim_results(claims), [
+            return CallResult(method, driver, version, None, self._claim_results(claims, method), [
                 f"DRA driver {driver} is not registered"], code=None)
         reg = inst.registration
         version = version or reg.version
@@ -643,7 +643,8 @@ class DraKubelet:
         wire = [pb.Claim(namespace=c.namespace, name=c.name, uid=c.uid) for c in claims]
         request_type = pb.NodePrepareResourcesRequest if method == "NodePrepareResources" \
             else pb.NodeUnprepareResourcesRequest
-        result = CallResult(method, driver, version, reg.endpoint, self._claim_results(claims), [])
+        result = CallResult(method, driver, version, reg.endpoint,
+                            self._claim_results(claims, method), [])
         t0 = time.monotonic()
         try:
             resp = getattr(inst.stubs[version], method)(request_type(claims=wire),
@@ -661,8 +662,9 @@ class DraKubelet:
         return result
 
     @staticmethod
-    def _claim_results(claims):
-        return {c.uid: ClaimResult(c.uid, c.namespace, c.name) for c in claims}
+    def _claim_results(claims, method):
+        devices = (lambda: []) if method == "NodePrepareResources" else (lambda: None)
+        return {c.uid: ClaimResult(c.uid, c.namespace, c.name, devices=devices()) for c in claims}
 
     @staticmethod
     def _judge(method, version, claims, resp, result):
