@@ -14,9 +14,11 @@
  * starts; it does not start a control daemon itself, and CUDA without one runs without MPS.
  */
 #include <errno.h>
+#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "dra-checkpoint.h"
@@ -146,28 +148,37 @@ int dra_cdi_write(const struct nvcdi *nv, const struct gpu_inventory *inv, const
     return dra_cdi_write_with(nv, inv, cdi_root, claim, NULL, d, ret_ids);
 }
 
-/* rmdir that accepts a directory already gone; a non-empty one (a control daemon's files) stays
- * and is reported. */
-static int remove_dir(const char *path, struct diag *d)
+static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
 {
-    if (rmdir(path) < 0 && errno != ENOENT)
-        return diag_fail(d, negative_errno(), "cannot remove %s: %s", path, strerror(errno));
+    (void)st, (void)type, (void)ftw;
+    return remove(path) < 0 && errno != ENOENT ? -1 : 0;
+}
+
+/* rm -rf <mps root>/<uid>, as NVIDIA's driver removes it: what a control daemon left in the pipe
+ * directory (its pipes, its log) goes with it. The UID was checked, so the path stays under the
+ * root; links are removed, never followed. A directory this process cannot even see (missing, or
+ * behind one it may not search) is one it never created. */
+static int remove_mps_dirs(const struct dra_cdi_options *opts, const char *uid, struct diag *d)
+{
+    _cleanup_free_ char *top = NULL;
+    struct stat st;
+    int r = mps_dir(opts, uid, NULL, &top);
+    if (r < 0 || lstat(top, &st) < 0)
+        return r;
+    if (nftw(top, remove_entry, 8, FTW_DEPTH | FTW_PHYS) < 0)
+        return diag_fail(d, negative_errno(), "cannot remove the MPS directory %s: %s", top,
+                         strerror(errno));
     return 0;
 }
 
 int dra_cdi_remove_with(const char *cdi_root, const char *uid, const struct dra_cdi_options *opts,
                         struct diag *d)
 {
-    static const char *const leaves[] = {"pipe", "shm", NULL};
     int r = check_uid(uid, d);
     if (r >= 0)
         r = cdi_spec_remove(cdi_root, NVCDI_KIND_CLAIM, uid, d);
-    for (size_t i = 0; i < ARRAY_SIZE(leaves) && r >= 0; i++) {
-        _cleanup_free_ char *dir = NULL;
-        r = mps_dir(opts, uid, leaves[i], &dir);
-        if (r >= 0)
-            r = remove_dir(dir, d);
-    }
+    if (r >= 0)
+        r = remove_mps_dirs(opts, uid, d);
     return r;
 }
 

@@ -267,10 +267,16 @@ static void test_rewrite_and_remove(void **state)
     free(second);
     export_spec(path, "claim-gpu-mig.yaml");
 
+    /* What a control daemon leaves in its pipe directory goes too. */
+    snprintf(dir, sizeof(dir), "%s/" UID "/pipe/control", f->mps);
+    assert_int_equal(file_write_atomic(dir, "", 0, 0600), 0);
     assert_int_equal(dra_cdi_remove_with(f->cdi, UID, &f->opts, &d), 0);
     assert_int_equal(access(path, F_OK), -1);
     snprintf(dir, sizeof(dir), "%s/" UID "/pipe", f->mps);
     assert_false(is_dir(dir));
+    snprintf(dir, sizeof(dir), "%s/" UID, f->mps);
+    assert_false(is_dir(dir));
+    assert_true(is_dir(f->mps));
     /* Unprepare may run again after a restart. */
     assert_int_equal(dra_cdi_remove_with(f->cdi, UID, &f->opts, &d), 0);
     assert_int_equal(dra_cdi_remove(f->cdi, UID, &d), 0);
