@@ -121,7 +121,8 @@ struct dra_cdi_options {
 };
 
 /* dra_cdi_write / dra_cdi_remove with options (NULL: the defaults, which is what the plain
- * functions use); remove also deletes the claim's MPS directories when they are empty. */
+ * functions use); remove also deletes the claim's MPS directory <mps_root>/<uid> and whatever a
+ * control daemon left in it. */
 _wur_ int dra_cdi_write_with(const struct nvcdi *nv, const struct gpu_inventory *inv,
                              const char *cdi_root, const struct dra_claim *claim,
                              const struct dra_cdi_options *opts, struct diag *d, char ***ret_ids);
