@@ -219,6 +219,7 @@ class Node:
             self.crashes.append(self.fault)
             crashes += 1
             self.proc = None
+            check_crash_state(self)
             fault = rearm(crashes) if rearm and crashes < MAX_CRASHES else None
             self.start(fault)
 
@@ -301,6 +302,23 @@ def checkpoint_claims(node):
     assert doc.get("checksum") == zlib.crc32(text.encode()), "checkpoint checksum mismatch"
     assert doc.get("nodeBootID") == boot_id()
     return doc["preparedClaims"]
+
+
+def check_crash_state(node):
+    """What a killed driver leaves must be whole: the checkpoint (if any) intact, every spec file
+    complete, and every spec covered by a checkpoint entry (PrepareStarted or PrepareCompleted), so
+    that the restarted driver knows to keep or roll it back."""
+    try:
+        cp = checkpoint_claims(node)
+    except (ValueError, AssertionError) as e:
+        raise AssertionError(f"after a crash at {node.fault}: the checkpoint is damaged: {e}") from e
+    for name in os.listdir(node.cdi):
+        if name.startswith("."):
+            continue  # a temporary file; convergence requires it gone after the restart
+        spec = yaml.load((node.cdi / name).read_text(), Loader=LOADER)
+        assert isinstance(spec, dict) and spec.get("kind") == CDI_KIND, f"a torn spec {name}"
+        uid = name[len("k8s.gpu.nvidia.com-claim_"):-len(".yaml")]
+        assert uid in cp, f"after a crash at {node.fault}: spec {name} without a checkpoint entry"
 
 
 def check_converged(node, prepared, claims, full=True):
@@ -468,6 +486,55 @@ def test_fault_point(nodes, fakekube, point):
         raise AssertionError(_explain(node, f"fault point {point}: {e}")) from e
 
 
+def test_checks_catch_damage(nodes, fakekube):
+    """The convergence checks themselves: each kind of damage a crash could leave is noticed."""
+    node = nodes("node-check")
+    rng = random.Random(1)
+    a, b = make_claims(rng, node, fakekube, "check", 2)
+    node.start()
+    r, _ = node.call("prepare", [a, b])
+    prepared = {a.uid: a, b.uid: b}
+    check_converged(node, prepared, [a, b])
+    node.stop()
+    cp_path = node.plugin_dir / CHECKPOINT
+    good_cp = cp_path.read_bytes()
+    spec_a = node.cdi / spec_name(a.uid)
+    good_a = spec_a.read_text()
+
+    def damaged(what, undo):
+        try:
+            check_converged(node, prepared, [a, b])
+        except AssertionError:
+            pass
+        else:
+            pytest.fail(f"the checks did not notice {what}")
+        undo()
+        check_converged(node, prepared, [a, b])
+
+    (node.cdi / ".stray.yaml.tmp1").write_text("x")
+    damaged("a temporary file", lambda: (node.cdi / ".stray.yaml.tmp1").unlink())
+    spec_a.unlink()
+    damaged("a missing spec", lambda: spec_a.write_text(good_a))
+    spec_a.write_text(good_a.replace(f"{a.uid}-{a.devices()[0]}", f"{a.uid}-gpu-9"))
+    damaged("a spec with the wrong device", lambda: spec_a.write_text(good_a))
+    cp_path.write_bytes(good_cp.replace(b"PrepareCompleted", b"PrepareStarted", 1))
+    damaged("a checkpoint byte changed", lambda: cp_path.write_bytes(good_cp))
+    doc = json.loads(good_cp)
+    doc["preparedClaims"][a.uid]["state"] = "PrepareStarted"
+    rest = {k: v for k, v in doc.items() if k != "checksum"}
+    doc["checksum"] = zlib.crc32(json.dumps(rest, sort_keys=True, separators=(",", ":")).encode())
+    cp_path.write_text(json.dumps(doc))
+    damaged("a claim left PrepareStarted", lambda: cp_path.write_bytes(good_cp))
+    (node.plugin_dir / "checkpoint.json.corrupt").write_bytes(good_cp)
+    damaged("a checkpoint moved aside", lambda: (node.plugin_dir / "checkpoint.json.corrupt").unlink())
+    # b's spec naming a device node of a's: two claims on one GPU.
+    spec_b = node.cdi / spec_name(b.uid)
+    good_b = spec_b.read_text()
+    a_minor, b_minor = a.devices()[0].split("-")[1], b.devices()[0].split("-")[1]
+    spec_b.write_text(good_b.replace(f"/dev/nvidia{b_minor}\"", f"/dev/nvidia{a_minor}\""))
+    damaged("a device in two claims", lambda: spec_b.write_text(good_b))
+
+
 def random_run(node, fk, seed, points):
     """One randomized run on node (fresh directories); returns the fault points that fired."""
     rng = random.Random(seed)
@@ -532,9 +599,9 @@ def test_randomized_runs(nodes, fakekube):
     print(f"{RANDOM_RUNS} runs in {time.monotonic() - t0:.1f} s, {crashed_runs} with a crash, "
           f"{len(fired)} crashes: " + ", ".join(f"{p} {fired.count(p)}" for p in points))
     if failed:
-        pytest.fail(f"{len(failed)} of {RANDOM_RUNS} runs did not converge (seeds "
-                    f"{', '.join(str(s) for s, _ in failed[:20])}); the first:\n{failed[0][1]}",
-                    pytrace=False)
+        lines = "\n".join(f"  {e.splitlines()[0][:300]}" for _, e in failed[:20])
+        pytest.fail(f"{len(failed)} of {RANDOM_RUNS} runs did not converge:\n{lines}\n"
+                    f"the first in full:\n{failed[0][1]}", pytrace=False)
     if RANDOM_RUNS >= 100:  # a replay of one seed proves nothing about coverage
         assert crashed_runs >= RANDOM_RUNS // 3, "too few runs crashed: the faults are not reached"
         assert not [p for p in points if p not in fired], \
