@@ -567,3 +567,16 @@ def test_cli_nothing_registers(dirs):
 def test_cli_bad_claim(dirs):
     out = _cli("--registrar-dir", dirs / "reg", "--prepare", "ns/a")
     assert out.returncode == 2 and "want namespace/name/uid" in out.stderr
+
+
+def test_own_temp_directory(dirs):
+    kubelet = dra_emu.DraKubelet()
+    p = FakeDraPlugin(kubelet.dir, dirs / "plugins").start()
+    try:
+        first = kubelet.wait_registered(DRIVER)
+        kubelet.restart()  # keeps the directory and the plugin's socket
+        assert kubelet.wait_registered(DRIVER, since=first.seq + 1).socket == p.reg_socket
+    finally:
+        kubelet.stop()
+        p.stop()
+    assert not os.path.exists(kubelet.dir)

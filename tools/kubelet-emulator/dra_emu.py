@@ -29,8 +29,10 @@ import dataclasses
 import importlib.util
 import os
 import pathlib
+import shutil
 import stat
 import sys
+import tempfile
 import threading
 import time
 
@@ -288,7 +290,6 @@ class DraKubelet:
                  backoff_max=BACKOFF_MAX, on_event=None, start=True):
         self._own_dir = registrar_dir is None
         if self._own_dir:
-            import tempfile
             registrar_dir = tempfile.mkdtemp(prefix="dra-reg-")
         self.dir = os.path.abspath(str(registrar_dir))
         self.services = tuple(services)
@@ -329,7 +330,12 @@ class DraKubelet:
 
     def stop(self):
         """Stops watching and closes every connection; sockets in the directory are left alone (the
-        kubelet never deletes plugins_registry sockets)."""
+        kubelet never deletes plugins_registry sockets), a temp directory of its own is removed."""
+        self._halt()
+        if self._own_dir:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+    def _halt(self):
         if self._thread:
             self._stop.set()
             self._thread.join()
@@ -344,14 +350,11 @@ class DraKubelet:
             self._instances = []
             self._sockets = {}
             self._event("stop", "")
-        if self._own_dir:
-            import shutil
-            shutil.rmtree(self.dir, ignore_errors=True)
 
     def restart(self):
         """A kubelet restart: registrations and connections are forgotten and every socket still in
         the directory is registered again (the plugin sees GetInfo and a notification again)."""
-        self.stop()
+        self._halt()
         self.start()
 
     def __enter__(self):
