@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "dalloccmd.h"
 #include "dp.h"
+#include "dra.h"
 #include "info.h"
 #include "nvcdi-cmd.h"
 #include "schedcmd.h"
@@ -35,6 +36,7 @@ static const struct command COMMANDS[] = {
     {"info", "show the node's GPUs, MIG devices and topology", info_main},
     {"cdi", "generate CDI specs for the node's GPUs (cdi generate)", nvcdi_cmd_main},
     {"device-plugin", "the kubelet device plugin for NVIDIA GPUs", dp_main},
+    {"dra-driver", "the DRA kubelet driver for NVIDIA GPUs (gpu.nvidia.com)", dra_main},
     {"cel", "evaluate CEL expressions as DRA device selectors (cel eval)", celcmd_main},
     {"allocate", "allocate DRA ResourceClaims to devices on a node", dalloccmd_main},
     {"schedule", "simulate the scheduler placing pods with DRA claims on nodes", schedcmd_main},

@@ -24,8 +24,9 @@
 #include "dra-slices.h"
 #include "gpu-nvml-abi.h"
 
-/* One NVML event wait: SIGTERM waits at most this long for the health thread. */
-#define HEALTH_WAIT_MS 500
+/* One NVML event wait: SIGTERM waits at most this long for the health thread (a wait costs one
+ * call; ten a second is nothing). */
+#define HEALTH_WAIT_MS 100
 #define PROBE_MS 5000
 #define SOCKET_CHECK_MS 1000
 
