@@ -15,10 +15,12 @@
  * checkpoint and the CDI specs stay), the sockets go, the slices stay (the kubelet removes them
  * when no driver instance is left).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "dra-internal.h"
 #include "dra-slices.h"
@@ -291,6 +293,25 @@ static int make_paths(struct daemon *dm)
     return 0;
 }
 
+/* Removes the temporary files of atomic writes (".<name>.tmpXXXXXX") a crash left in dir, those
+ * whose name starts with prefix: a killed driver may have been half way through writing the
+ * checkpoint or another claim's CDI spec. Nothing else writes these names (a second instance
+ * during a rolling update would at worst see one write fail and be retried by the kubelet). */
+static void remove_stale_temps(const char *dir, const char *prefix)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    if (!d)
+        return;
+    while ((e = readdir(d))) {
+        if (strncmp(e->d_name, prefix, strlen(prefix)) != 0 || !strstr(e->d_name, ".tmp"))
+            continue;
+        if (unlinkat(dirfd(d), e->d_name, 0) == 0)
+            log_warn("removed a temporary file a crash left", "dir", dir, "file", e->d_name);
+    }
+    closedir(d);
+}
+
 /* The checkpoint as saved; one that cannot be trusted is moved aside and the driver starts
  * empty (the claims it knew are prepared again on the kubelet's next call). */
 static int load_checkpoint(struct daemon *dm, struct diag *d, struct dra_checkpoint **ret)
@@ -302,6 +323,8 @@ static int load_checkpoint(struct daemon *dm, struct diag *d, struct dra_checkpo
     r = file_mkdir_p(dm->plugin_dir, 0750);
     if (r < 0)
         return diag_fail(d, r, "cannot create %s: %s", dm->plugin_dir, strerror(-r));
+    remove_stale_temps(dm->plugin_dir, "." DRA_CHECKPOINT_NAME);
+    remove_stale_temps(dm->o->cdi_root, ".k8s.gpu.nvidia.com-claim_");
     r = dra_checkpoint_load(dm->cp_path, boot, d, ret);
     if (r != -EBADMSG)
         return r;
