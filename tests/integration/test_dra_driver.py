@@ -683,3 +683,28 @@ def test_randomized_crashes_converge(node):
         assert node.stop() == 0
         converged(node, prepared, claims)
     assert crashes >= runs // 4
+
+
+# ---- examples ----
+
+
+def test_run_local_example(gp):
+    p = subprocess.run([str(ROOT / "examples" / "dra" / "dra-driver" / "run-local.sh"), str(BUILD)],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "NodePrepareResources: ok=True" in p.stdout
+    assert "kind: \"k8s.gpu.nvidia.com/claim\"" in p.stdout
+    assert "spec still there: False" in p.stdout
+
+
+def test_daemonset_example_names_real_flags(gp):
+    docs = list(yaml.safe_load_all((ROOT / "examples" / "dra" / "dra-driver" / "daemonset.yaml").read_text()))
+    ds = next(d for d in docs if d["kind"] == "DaemonSet")
+    c = ds["spec"]["template"]["spec"]["containers"][0]
+    helptext = gp.run("dra-driver", "--help").stdout
+    for arg in c["args"]:
+        assert arg.split("=")[0] in helptext
+    for e in c["env"]:
+        assert e["name"] in helptext
+    assert c["livenessProbe"]["grpc"]["port"] == int(
+        next(a for a in c["args"] if a.startswith("--healthcheck-port=")).split("=")[1])
