@@ -46,6 +46,11 @@ static json_t *mig_json(const struct gpu_mig_device *mig)
         set(o, "ciId", json_integer(mig->ci_id)) < 0 ||
         set(o, "memoryBytes", json_integer((json_int_t)mig->memory_bytes)) < 0 ||
         set(o, "multiprocessors", json_integer(mig->multiprocessors)) < 0 ||
+        set(o, "copyEngines", int_or_null(mig->copy_engines, mig->engines_known)) < 0 ||
+        set(o, "decoders", int_or_null(mig->decoders, mig->engines_known)) < 0 ||
+        set(o, "encoders", int_or_null(mig->encoders, mig->engines_known)) < 0 ||
+        set(o, "jpegEngines", int_or_null(mig->jpeg_engines, mig->engines_known)) < 0 ||
+        set(o, "ofaEngines", int_or_null(mig->ofa_engines, mig->engines_known)) < 0 ||
         set(o, "placement", placement_json(mig)) < 0) {
         json_decref(o);
         return NULL;

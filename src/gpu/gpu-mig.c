@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * MIG devices: walking a MIG-enabled GPU's MIG handles and naming each one the way NVIDIA's tools
- * do
- * ("1g.5gb", "1c.2g.10gb", "1g.10gb+me"). The name is not something NVML returns: it is derived
+ * do ("1g.5gb", "1c.2g.10gb", "1g.10gb+me"). The name is not something NVML returns: it is derived
  * from the *index* of the GPU-instance and compute-instance profiles (found by matching profile
  * ids), the instance's memory and the parent's total memory (ABI facts §5.6). Device plugin
  * resource names, GFD labels and DRA attributes are all built from it, so the arithmetic must match
- * NVIDIA's to the byte.
+ * NVIDIA's to the byte. The GPU-instance profile that gives the index also gives the instance's
+ * engine counts (copy engines, decoders, encoders, JPEG and OFA engines), kept for DRA capacities.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -133,10 +133,11 @@ int gpu_mig_profile_name(unsigned gi_profile_index, unsigned ci_profile_index,
     return 0;
 }
 
-/* The profile ids of one parent GPU, by profile index; UINT32_MAX where NVML has no such profile.
+/* The GPU-instance profiles of one parent GPU, by profile index; the id is UINT32_MAX where NVML
+ * has no such profile. Read once per GPU: the index names the device, the rest gives its engines.
  */
 struct gi_profiles {
-    unsigned id[NVML_GPU_INSTANCE_PROFILE_COUNT];
+    nvmlGpuInstanceProfileInfo_t info[NVML_GPU_INSTANCE_PROFILE_COUNT];
 };
 
 static void read_gi_profiles(struct gpu_nvml *nvml, nvmlDevice_t parent, struct gi_profiles *p)
@@ -144,14 +145,16 @@ static void read_gi_profiles(struct gpu_nvml *nvml, nvmlDevice_t parent, struct 
     for (unsigned i = 0; i < NVML_GPU_INSTANCE_PROFILE_COUNT; i++) {
         nvmlGpuInstanceProfileInfo_t info = {0};
         nvmlReturn_t r = NVML_CALL(nvml, nvmlDeviceGetGpuInstanceProfileInfo, parent, i, &info);
-        p->id[i] = r == NVML_SUCCESS ? info.id : UINT32_MAX;
+        if (r != NVML_SUCCESS)
+            info = (nvmlGpuInstanceProfileInfo_t){.id = UINT32_MAX};
+        p->info[i] = info;
     }
 }
 
 static int gi_profile_index(const struct gi_profiles *p, unsigned profile_id, unsigned *ret)
 {
     for (unsigned i = 0; i < NVML_GPU_INSTANCE_PROFILE_COUNT; i++)
-        if (p->id[i] == profile_id) {
+        if (p->info[i].id == profile_id) {
             *ret = i;
             return 0;
         }
@@ -202,15 +205,31 @@ static nvmlReturn_t read_instances(struct gpu_nvml *nvml, nvmlDevice_t parent,
     return NVML_SUCCESS;
 }
 
+/* The engine counts of the GPU instance's profile, which NVIDIA's DRA driver publishes as
+ * capacities. */
+static void set_engines(const nvmlGpuInstanceProfileInfo_t *info, struct gpu_mig_device *mig)
+{
+    mig->engines_known = true;
+    mig->copy_engines = info->copyEngineCount;
+    mig->decoders = info->decoderCount;
+    mig->encoders = info->encoderCount;
+    mig->jpeg_engines = info->jpegCount;
+    mig->ofa_engines = info->ofaCount;
+}
+
 static void name_mig(struct gpu_nvml *nvml, const struct gi_profiles *profiles,
                      nvmlGpuInstance_t gi, uint64_t memory_mib, uint64_t parent_total_bytes,
                      struct gpu_mig_device *mig)
 {
     unsigned gi_index = 0, ci_index = 0;
 
-    if (gi_profile_index(profiles, mig->gi_profile_id, &gi_index) < 0 ||
-        ci_profile_index(nvml, gi, mig->ci_profile_id, &ci_index) < 0) {
-        log_debug(3, "MIG device with an unknown profile id", "uuid", mig->uuid);
+    if (gi_profile_index(profiles, mig->gi_profile_id, &gi_index) < 0) {
+        log_debug(3, "MIG device with an unknown GPU instance profile id", "uuid", mig->uuid);
+        return;
+    }
+    set_engines(&profiles->info[gi_index], mig);
+    if (ci_profile_index(nvml, gi, mig->ci_profile_id, &ci_index) < 0) {
+        log_debug(3, "MIG device with an unknown compute instance profile id", "uuid", mig->uuid);
         return;
     }
     mig->gi_slices = gi_slices(gi_index);

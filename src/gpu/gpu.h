@@ -74,6 +74,18 @@ struct gpu_mig_device {
     unsigned multiprocessors;
     uint64_t memory_bytes;
     char profile[GPU_PROFILE_MAX]; /* NVIDIA's name: "1g.5gb", "1c.2g.10gb", "1g.10gb+me" */
+    /*
+     * The engines of the GPU instance, from the nvmlGpuInstanceProfileInfo_t of its profile; its
+     * compute instances share them, so every MIG device of one GPU instance has the same counts.
+     * Meaningful only when engines_known: 0 is a real count (a 1g.5gb has no decoder), so a
+     * profile NVML did not describe must not read as "no engines".
+     */
+    bool engines_known;
+    unsigned copy_engines;
+    unsigned decoders;
+    unsigned encoders;
+    unsigned jpeg_engines;
+    unsigned ofa_engines;
 };
 
 struct gpu_device {

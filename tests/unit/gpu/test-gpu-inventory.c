@@ -96,6 +96,18 @@ static void assert_mig(const struct gpu_device *dev, const char *uuid, const cha
     assert_true(mig->multiprocessors > 0);
 }
 
+/* Copy, decoder, encoder, JPEG and OFA engines, in that order. */
+static void assert_engines(const struct gpu_mig_device *mig, const unsigned want[static 5])
+{
+    const unsigned got[5] = {mig->copy_engines, mig->decoders, mig->encoders, mig->jpeg_engines,
+                             mig->ofa_engines};
+    assert_true(mig->engines_known);
+    for (size_t i = 0; i < 5; i++)
+        if (got[i] != want[i])
+            fail_msg("%s (%s): engine %zu is %u, want %u", mig->uuid, mig->profile, i, got[i],
+                     want[i]);
+}
+
 static void test_a100_mig(void **state)
 {
     _cleanup_(gpu_nvml_closep) struct gpu_nvml *nvml = test_open("a100-mig");
@@ -122,6 +134,16 @@ static void test_a100_mig(void **state)
     assert_int_equal(split->ci_id, 1);
     assert_int_equal(find_mig(g1, "MIG-ce395b76-e454-45a5-bbc1-c61a2e663ea1")->gi_id, split->gi_id);
 
+    /* Engine counts of the A100 GPU instance profiles (`nvidia-smi mig -lgip`); compute instances
+     * report their GPU instance's engines, which they share. */
+    static const unsigned a100_3g[5] = {3, 2, 0, 0, 0}, a100_2g[5] = {2, 1, 0, 0, 0},
+                          a100_1g[5] = {1, 0, 0, 0, 0};
+    assert_engines(find_mig(g0, "MIG-6129f8b4-2bcf-4087-a0c3-2cd8458057d6"), a100_3g);
+    assert_engines(find_mig(g0, "MIG-eea63077-a70f-460e-b318-14156cba9966"), a100_2g);
+    assert_engines(find_mig(g0, "MIG-ef6c445d-3bb2-47b0-bea4-b7e16699dd96"), a100_1g);
+    assert_engines(find_mig(g1, "MIG-ce395b76-e454-45a5-bbc1-c61a2e663ea1"), a100_3g);
+    assert_engines(split, a100_3g);
+
     for (size_t i = 2; i < 4; i++) {
         assert_true(inv->devices[i].mig_capable);
         assert_false(inv->devices[i].mig_enabled);
@@ -129,6 +151,65 @@ static void test_a100_mig(void **state)
     }
     assert_int_equal(g0->architecture, NVML_DEVICE_ARCH_AMPERE);
     assert_all_pairs(inv, "NV12", SIZE_MAX);
+}
+
+/* H100 profiles have JPEG and OFA engines and more copy engines than slices (7g.80gb has 8), so
+ * each count is told apart from the others and from the slice count. */
+static const char H100_MIG_PROFILE[] =
+    "defaults:\n"
+    "  name: \"NVIDIA H100 80GB HBM3\"\n"
+    "  architecture: hopper\n"
+    "  computeCapability: \"9.0\"\n"
+    "  memory: 81559\n"
+    "gpus:\n"
+    "  - busId: \"0000:18:00.0\"\n"
+    "    mig:\n"
+    "      capable: true\n"
+    "      enabled: true\n"
+    "      instances:\n"
+    "        - {profile: 1g.10gb+me, placement: 0, uuid: "
+    "MIG-00000000-0000-4000-8000-000000000001}\n"
+    "        - {profile: 1g.20gb, placement: 2, uuid: MIG-00000000-0000-4000-8000-000000000002}\n"
+    "        - {profile: 3g.40gb, placement: 4, uuid: MIG-00000000-0000-4000-8000-000000000003}\n"
+    "  - busId: \"0000:2a:00.0\"\n"
+    "    mig:\n"
+    "      capable: true\n"
+    "      enabled: true\n"
+    "      instances:\n"
+    "        - {profile: 7g.80gb, uuid: MIG-00000000-0000-4000-8000-000000000004}\n";
+
+static void test_h100_mig_engines(void **state)
+{
+    char *dir = test_tmpdir();
+    char profile[4200];
+    snprintf(profile, sizeof(profile), "%s/node.yaml", dir);
+    test_write_file(profile, H100_MIG_PROFILE);
+    struct gpu_nvml *nvml = test_open(profile);
+    struct gpu_inventory *inv = test_read(nvml, NULL);
+    static const unsigned me[5] = {1, 1, 0, 1, 1}, wide[5] = {1, 1, 0, 1, 0},
+                          three[5] = {3, 3, 0, 3, 0}, seven[5] = {8, 7, 0, 7, 1};
+
+    assert_int_equal(inv->n_devices, 2);
+    assert_int_equal(inv->devices[0].n_migs, 3);
+    const struct gpu_mig_device *m =
+        find_mig(&inv->devices[0], "MIG-00000000-0000-4000-8000-000000000001");
+    assert_string_equal(m->profile, "1g.10gb+me");
+    assert_engines(m, me);
+    m = find_mig(&inv->devices[0], "MIG-00000000-0000-4000-8000-000000000002");
+    assert_string_equal(m->profile, "1g.20gb");
+    assert_engines(m, wide);
+    m = find_mig(&inv->devices[0], "MIG-00000000-0000-4000-8000-000000000003");
+    assert_string_equal(m->profile, "3g.40gb");
+    assert_engines(m, three);
+    assert_int_equal(inv->devices[1].n_migs, 1);
+    m = find_mig(&inv->devices[1], "MIG-00000000-0000-4000-8000-000000000004");
+    assert_string_equal(m->profile, "7g.80gb");
+    assert_engines(m, seven);
+
+    gpu_inventory_free(inv);
+    gpu_nvml_close(nvml);
+    test_rmtree(dir);
+    free(dir);
 }
 
 static void test_pcie_t4(void **state)
@@ -320,8 +401,10 @@ static const char *const GPU_KEYS[] = {
     "minor",        "numaNode",   "memoryBytes", "computeCapability",
     "architecture", "migCapable", "migEnabled",  "nvlinks",
     "lost",         "error",      "migDevices",  NULL};
-static const char *const MIG_KEYS[] = {"uuid",        "profile",         "giId",      "ciId",
-                                       "memoryBytes", "multiprocessors", "placement", NULL};
+static const char *const MIG_KEYS[] = {"uuid",        "profile",         "giId",        "ciId",
+                                       "memoryBytes", "multiprocessors", "copyEngines", "decoders",
+                                       "encoders",    "jpegEngines",     "ofaEngines",  "placement",
+                                       NULL};
 
 static void test_json_dgx_h100(void **state)
 {
@@ -386,8 +469,37 @@ static void test_json_mig(void **state)
         json_t *placement = json_object_get(m, "placement");
         assert_int_equal(json_integer_value(json_object_get(placement, "start")), 4);
         assert_int_equal(json_integer_value(json_object_get(placement, "size")), 4);
+        /* the engines of its 3g.20gb GPU instance; a count of 0 is a number, not null */
+        assert_int_equal(json_integer_value(json_object_get(m, "copyEngines")), 3);
+        assert_int_equal(json_integer_value(json_object_get(m, "decoders")), 2);
+        assert_true(json_is_integer(json_object_get(m, "encoders")));
+        assert_int_equal(json_integer_value(json_object_get(m, "encoders")), 0);
+        assert_int_equal(json_integer_value(json_object_get(m, "jpegEngines")), 0);
+        assert_int_equal(json_integer_value(json_object_get(m, "ofaEngines")), 0);
     }
     assert_int_equal(found, 1);
+}
+
+/* Engine counts NVML did not give (a GPU instance profile it did not describe) are null. */
+static void test_json_mig_engines_unknown(void **state)
+{
+    _cleanup_(gpu_nvml_closep) struct gpu_nvml *nvml = test_open("a100-mig");
+    _cleanup_(gpu_inventory_freep) struct gpu_inventory *inv = test_read(nvml, NULL);
+    _cleanup_json_ json_t *doc = NULL;
+    static const char *const engines[] = {"copyEngines", "decoders", "encoders", "jpegEngines",
+                                          "ofaEngines"};
+
+    assert_true(inv->devices[0].n_migs > 1);
+    inv->devices[0].migs[0].engines_known = false;
+    assert_int_equal(gpu_inventory_to_json(inv, &doc), 0);
+    json_t *migs = json_object_get(json_array_get(json_object_get(doc, "gpus"), 0), "migDevices");
+    json_t *unknown = json_array_get(migs, 0), *known = json_array_get(migs, 1);
+    assert_keys(unknown, MIG_KEYS);
+    for (size_t i = 0; i < ARRAY_SIZE(engines); i++) {
+        assert_true(json_is_null(json_object_get(unknown, engines[i])));
+        assert_true(json_is_integer(json_object_get(known, engines[i])));
+    }
+    assert_true(json_integer_value(json_object_get(known, "copyEngines")) > 0);
 }
 
 int main(void)
@@ -395,6 +507,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_dgx_h100),
         cmocka_unit_test(test_a100_mig),
+        cmocka_unit_test(test_h100_mig_engines),
         cmocka_unit_test(test_pcie_t4),
         cmocka_unit_test(test_lost_gpu),
         cmocka_unit_test(test_lost_at_run_time),
@@ -403,6 +516,7 @@ int main(void)
         cmocka_unit_test(test_json_dgx_h100),
         cmocka_unit_test(test_json_lost_gpu),
         cmocka_unit_test(test_json_mig),
+        cmocka_unit_test(test_json_mig_engines_unknown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
