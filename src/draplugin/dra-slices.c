@@ -282,6 +282,26 @@ static int gpu_device(const struct gpu_inventory *inv, const struct gpu_device *
     return append(devices, TAKE_PTR(dev));
 }
 
+/*
+ * The engine counts of a MIG device, as NVIDIA names them. Zero is published (a 1g.5gb has no
+ * decoder, and a claim may ask for one); counts the inventory could not read are left out rather
+ * than published as zero, which a selector would take for the truth.
+ */
+static int mig_engines(json_t *caps, const struct gpu_mig_device *mig)
+{
+    int r;
+
+    if (!mig->engines_known)
+        return 0;
+    if ((r = capacity(caps, "copyEngines", mig->copy_engines)) < 0 ||
+        (r = capacity(caps, "decoders", mig->decoders)) < 0 ||
+        (r = capacity(caps, "encoders", mig->encoders)) < 0 ||
+        (r = capacity(caps, "jpegEngines", mig->jpeg_engines)) < 0 ||
+        (r = capacity(caps, "ofaEngines", mig->ofa_engines)) < 0)
+        return r;
+    return 0;
+}
+
 static int mig_device(const struct gpu_inventory *inv, const struct gpu_device *gpu,
                       const struct gpu_mig_device *mig, const struct dra_slices_options *opts,
                       bool unhealthy, json_t *devices)
@@ -306,10 +326,10 @@ static int mig_device(const struct gpu_inventory *inv, const struct gpu_device *
         return r;
     if ((r = parent_attrs(attrs, inv, gpu, opts)) < 0)
         return r;
-    /* The inventory has no engine counts (copy engines, decoders, ...): they are left out rather
-     * than published as zero, which a selector would take for the truth. */
     if (mig->multiprocessors > 0 &&
         (r = capacity(caps, "multiprocessors", mig->multiprocessors)) < 0)
+        return r;
+    if ((r = mig_engines(caps, mig)) < 0)
         return r;
     if (mig->memory_bytes > 0 && (r = capacity(caps, "memory", mig->memory_bytes)) < 0)
         return r;

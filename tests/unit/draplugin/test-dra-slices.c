@@ -2,9 +2,10 @@
 /*
  * The ResourceSlices built from the bundled mock node profiles (through the mock NVML library) with
  * a scratch sysfs tree for the PCIe roots: NVIDIA's attribute names, types and values on full GPUs
- * and MIG devices, capacities as canonical quantities, the taint of unhealthy devices, the pool
- * generation, a lost GPU left out; and, on hand-made inventories, the version normalisation, the
- * split into several slices at the API's limits and the names the API would refuse.
+ * and MIG devices (engine counts included; unread ones left out), capacities as canonical
+ * quantities, the taint of unhealthy devices, the pool generation, a lost GPU left out; and, on
+ * hand-made inventories, the version normalisation, the split into several slices at the API's
+ * limits and the names the API would refuse.
  */
 #include <inttypes.h>
 
@@ -261,24 +262,61 @@ static void test_a100_mig(void **state)
         else
             assert_null(cap(mig, slice));
     }
-    /* the inventory has no engine counts: none are made up */
-    assert_null(cap(mig, "copyEngines"));
-    assert_int_equal(json_object_size(json_object_get(mig, "capacity")), 6);
+    /* the engines of the 3g.20gb GPU instance, under NVIDIA's names */
+    assert_string_equal(cap(mig, "copyEngines"), "3");
+    assert_string_equal(cap(mig, "decoders"), "2");
+    assert_string_equal(cap(mig, "encoders"), "0");
+    assert_string_equal(cap(mig, "jpegEngines"), "0");
+    assert_string_equal(cap(mig, "ofaEngines"), "0");
+    assert_int_equal(json_object_size(json_object_get(mig, "capacity")), 11);
 
     json_t *small = device(slices, "gpu-0-mig-1g5gb-19-2");
     assert_string_equal(cap(small, "memory"), "4864Mi");
     assert_string_equal(cap(small, "memorySlice2"), "1");
     assert_string_equal(cap(small, "multiprocessors"), "14");
+    assert_string_equal(cap(small, "copyEngines"), "1");
+    assert_string_equal(cap(small, "decoders"), "0"); /* zero is published, not left out */
+    assert_int_equal(json_object_size(json_object_get(small, "capacity")), 8);
+    json_t *two = device(slices, "gpu-0-mig-2g10gb-14-0");
+    assert_string_equal(cap(two, "copyEngines"), "2");
+    assert_string_equal(cap(two, "decoders"), "1");
     json_t *ci = device(slices, "gpu-1-mig-2c3g20gb-9-4");
     assert_attr(ci, "profile", "string", "2c.3g.20gb");
     assert_attr(ci, "parentUUID", "string", inv->devices[1].uuid);
     assert_string_equal(cap(ci, "multiprocessors"), "28");
+    /* a compute instance has its GPU instance's engines, shared with its siblings */
+    assert_string_equal(cap(ci, "copyEngines"), "3");
+    assert_string_equal(cap(ci, "decoders"), "2");
+    assert_null(cap(device(slices, "gpu-2"), "copyEngines"));
 
     json_t *full = device(slices, "gpu-2");
     assert_attr(full, "type", "string", "gpu");
     assert_attr(full, "resource.kubernetes.io/pcieRoot", "string", "pci0000:40");
     assert_string_equal(cap(full, "memory"), "40Gi");
     test_rmtree(root);
+}
+
+/* Engine counts the inventory could not read are left out, not published as zero. */
+static void test_mig_engines_unknown(void **state)
+{
+    _cleanup_(gpu_nvml_closep) struct gpu_nvml *nvml = test_open("a100-mig");
+    _cleanup_(gpu_inventory_freep) struct gpu_inventory *inv = test_read(nvml, NULL);
+    struct dra_slices_options opts = {
+        .node = "a100-mig-0", .driver = "gpu.nvidia.com", .sysfs_root = "/nonexistent"};
+    static const char *const engines[] = {"copyEngines", "decoders", "encoders", "jpegEngines",
+                                          "ofaEngines"};
+
+    assert_true(inv->devices[0].migs[0].engines_known);
+    inv->devices[0].migs[0].engines_known = false;
+    _cleanup_json_ json_t *slices = build(inv, &opts, 1);
+    json_t *unknown = device(slices, "gpu-0-mig-3g20gb-9-4");
+    json_t *known = device(slices, "gpu-0-mig-2g10gb-14-0");
+    for (size_t i = 0; i < ARRAY_SIZE(engines); i++) {
+        assert_null(cap(unknown, engines[i]));
+        assert_non_null(cap(known, engines[i]));
+    }
+    assert_string_equal(cap(unknown, "multiprocessors"), "42");
+    assert_string_equal(cap(unknown, "memory"), "19968Mi");
 }
 
 static void test_lost_gpu_left_out(void **state)
@@ -529,15 +567,11 @@ static void test_refused_names(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_dgx_h100),
-        cmocka_unit_test(test_no_pcie_root),
-        cmocka_unit_test(test_a100_mig),
-        cmocka_unit_test(test_lost_gpu_left_out),
-        cmocka_unit_test(test_taints),
-        cmocka_unit_test(test_generation),
-        cmocka_unit_test(test_versions_and_quantities),
-        cmocka_unit_test(test_split_at_limits),
-        cmocka_unit_test(test_empty_pool),
+        cmocka_unit_test(test_dgx_h100),          cmocka_unit_test(test_no_pcie_root),
+        cmocka_unit_test(test_a100_mig),          cmocka_unit_test(test_mig_engines_unknown),
+        cmocka_unit_test(test_lost_gpu_left_out), cmocka_unit_test(test_taints),
+        cmocka_unit_test(test_generation),        cmocka_unit_test(test_versions_and_quantities),
+        cmocka_unit_test(test_split_at_limits),   cmocka_unit_test(test_empty_pool),
         cmocka_unit_test(test_refused_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
