@@ -508,7 +508,7 @@ static void on_claim(const struct kube_response *res, void *userdata)
     int r =
         dra_claim_decode(res->body, op->uid, op->p->ctx.driver, op->p->ctx.node, &d, &op->claim);
     if (r < 0) {
-        fail(op, "ResourceClaim %s/%s: %s", op->ns, op->name, errmsg(&d, r));
+        fail(op, "%s", errmsg(&d, r)); /* the decoder's message names the claim */
         return;
     }
     prepare_decoded(op);

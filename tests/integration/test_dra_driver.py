@@ -131,10 +131,11 @@ class Driver:
     def wait_slices(self):
         return wait_until(self.slices, what="ResourceSlices")
 
-    def claim(self, name, count=1, selector=None, reserved=True, allocate=True, configs=None):
+    def claim(self, name, count=1, selector=None, reserved=True, allocate=True, configs=None,
+              device_class=DRIVER):
         """A claim allocated by `gpuplane allocate` against the published slices and stored with
         reservedFor (allocate=False: stored pending). Returns the stored object."""
-        spec = {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": DRIVER,
+        spec = {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": device_class,
                                                                       "count": count}}]}}
         if selector:
             spec["devices"]["requests"][0]["exactly"]["selectors"] = [{"cel": {"expression": selector}}]
@@ -471,6 +472,13 @@ def test_kubelet_restart_registers_again(running):
     assert running.prepare(c).ok
 
 
+def test_dra_socket_removed_is_served_again(running):
+    os.unlink(running.dra_sock)
+    wait_until(lambda: running.dra_sock.exists(), what="dra.sock again")
+    c = running.claim("after-unlink")
+    assert running.prepare(c).ok
+
+
 def test_registration_refusal_logged_and_socket_recreated(node):
     class Refusing(dra_emu.DraKubelet):
         def _validate(self, info, reg):
@@ -510,6 +518,30 @@ def test_stale_slices_of_the_node_are_deleted(running):
     running.stop()
     running.start()
     wait_until(lambda: len(running.slices()) == 1, what="the stale slice to go")
+
+
+def test_mig_devices_are_published_and_prepared(gp, fakekube, driver_roots):
+    work = short_dir()
+    d = Driver(gp, fakekube, work, driver_roots("a100-mig"), "a100-mig")
+    try:
+        d.start()
+        names = [x["name"] for s in d.wait_slices() for x in s["spec"]["devices"]]
+        migs = [n for n in names if "-mig-" in n]
+        assert migs, names
+        c = d.claim("mig", device_class="mig.nvidia.com")
+        uid = c["metadata"]["uid"]
+        (dev,) = devices_of(c)
+        assert "-mig-" in dev
+        r = d.prepare(c)
+        assert r.ok, r.errors
+        assert r.cdi_ids(uid) == [f"{KIND}={uid}-{dev}"]
+        spec = yaml.safe_load(d.spec_path(uid).read_text())
+        cdi_validator().validate(spec)
+        paths = [n["path"] for n in spec["devices"][0]["containerEdits"]["deviceNodes"]]
+        assert any(p.startswith("/dev/nvidia-caps/") for p in paths), paths
+    finally:
+        d.close()
+        shutil.rmtree(work, ignore_errors=True)
 
 
 # ---- health ----
