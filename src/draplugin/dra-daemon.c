@@ -31,6 +31,8 @@
 #define HEALTH_WAIT_MS 100
 #define PROBE_MS 5000
 #define SOCKET_CHECK_MS 1000
+/* Quiet time after a change to our slices by someone else before publishing again. */
+#define RESYNC_DELAY_MS 1000
 
 /* NVIDIA's default ignored XIDs: application faults and recoverable engine errors. */
 static const unsigned long long IGNORED_XIDS[] = {13, 31, 43, 45, 68, 109};
@@ -52,6 +54,9 @@ struct daemon {
     struct gpu_health *health;
     struct ev_timer *probe_timer;
     struct ev_timer *sock_timer;
+    struct kube_watch *slice_watch;
+    struct ev_timer *resync_timer;
+    bool slices_synced;
     bool probing;
     bool stopping;
     bool *unhealthy;    /* per NVML index: what the slices taint */
@@ -79,6 +84,47 @@ static void republish(struct daemon *dm)
 {
     if (dra_publish(dm->pub, published, dm) < 0)
         log_error("cannot republish the ResourceSlices");
+}
+
+/* Someone else changed or deleted our slices (a starting kubelet wipes the node's, an operator
+ * edits one): publish again once the burst of events is over. Our own writes come back as events
+ * too; the run they cause finds everything in place and writes nothing. */
+static void on_slice_event(enum kube_event ev, json_t *obj, void *userdata)
+{
+    struct daemon *dm = userdata;
+    if (ev == KUBE_SYNCED) {
+        dm->slices_synced = true;
+        return;
+    }
+    if (dm->slices_synced && ev_timer_set(dm->resync_timer, RESYNC_DELAY_MS, 0) < 0)
+        log_warn("cannot arm the slice resync timer");
+}
+
+static void on_resync(struct ev_timer *t, uint64_t expirations, void *userdata)
+{
+    struct daemon *dm = userdata;
+    log_debug(1, "our ResourceSlices changed in the API; publishing again");
+    republish(dm);
+}
+
+static int watch_slices(struct daemon *dm, struct diag *d)
+{
+    char path[1024];
+    int r = kube_path(path, sizeof(path), "resource.k8s.io/v1", "resourceslices", NULL, NULL, d);
+    size_t len = strlen(path);
+    if (r >= 0 && (size_t)snprintf(path + len, sizeof(path) - len,
+                                   "?fieldSelector=spec.nodeName%%3D%s%%2Cspec.driver%%3D%s",
+                                   dm->o->node_name, dm->o->driver_name) >= sizeof(path) - len)
+        r = diag_fail(d, -ENAMETOOLONG, "node or driver name too long");
+    if (r >= 0)
+        r = ev_timer_add(dm->loop, RESYNC_DELAY_MS, 0, on_resync, dm, &dm->resync_timer);
+    if (r >= 0)
+        r = ev_timer_disarm(dm->resync_timer);
+    if (r >= 0)
+        r = kube_watch_new(dm->kube, path, on_slice_event, dm, &dm->slice_watch);
+    if (r < 0 && (!d || !d->msg[0]))
+        diag_fail(d, r, "cannot watch the ResourceSlices: %s", strerror(-r));
+    return r;
 }
 
 static void set_unhealthy(struct daemon *dm, size_t i, const char *why, unsigned long long xid)
@@ -386,6 +432,8 @@ static int start_slices(struct daemon *dm, struct diag *d)
     int r = dra_publisher_new(dm->loop, dm->kube, dm->inv, &sopts, &dm->pub);
     if (r >= 0)
         r = dra_publish(dm->pub, published, dm);
+    if (r >= 0)
+        r = watch_slices(dm, d);
     if (r < 0)
         return diag_fail(d, r, "cannot publish the ResourceSlices: %s", strerror(-r));
     return 0;
@@ -433,6 +481,7 @@ static void stop(struct daemon *dm)
     dm->srv = rpc_server_free(dm->srv); /* removes dra.sock; open calls are cancelled */
     dm->health = gpu_health_stop(dm->health);
     dm->pool = ev_work_pool_free(dm->pool);
+    dm->slice_watch = kube_watch_free(dm->slice_watch);
     dm->pub = dra_publisher_free(dm->pub);
     dm->kube = kube_client_free(dm->kube);
     /* runs the completions of work still queued while the preparer is alive */

@@ -511,6 +511,21 @@ def test_driver_restart_republishes_the_same_slices(running):
     assert again.ok and again.devices(uid) == first.devices(uid)
 
 
+def test_slices_wiped_by_a_starting_kubelet_come_back(running):
+    # A starting kubelet deletes every ResourceSlice of its node; the driver sees it (watch) and
+    # publishes again, without a restart.
+    before = running.slices()
+    for s in before:
+        running.fk.remove("resourceslices", s["metadata"]["name"])
+    again = wait_until(running.slices, what="the slices to come back")
+    assert [s["spec"]["devices"] for s in again] == [s["spec"]["devices"] for s in before]
+    # and someone else's edit is put right
+    edited = json.loads(json.dumps(again[0]))
+    edited["spec"]["devices"] = edited["spec"]["devices"][:1]
+    running.fk.put(edited)
+    wait_until(lambda: len(running.slices()[0]["spec"]["devices"]) == 8, what="the edit undone")
+
+
 def test_stale_slices_of_the_node_are_deleted(running):
     stale = json.loads(json.dumps(running.slices()[0]))
     stale["metadata"] = {"name": f"{NODE}-{DRIVER}-stale"}
