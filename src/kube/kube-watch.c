@@ -45,7 +45,7 @@ struct kube_watch {
     enum next_step next;
     uint64_t backoff_ms;
     uint64_t connected_ms;
-    bool *gone; /* set when the watch is freed or detached inside fn */
+    bool *freed; /* points into report()'s frame while fn runs: set when fn frees the watch */
 };
 
 static void start_list(struct kube_watch *w);
@@ -54,17 +54,17 @@ static void start_watch(struct kube_watch *w);
 /* Calls the caller; false when the watch must not be touched any more. */
 static bool report(struct kube_watch *w, enum kube_event ev, json_t *obj)
 {
-    bool gone = false;
-    bool *outer = w->gone;
-    w->gone = &gone;
+    bool freed = false;
+    bool *outer = w->freed;
+    w->freed = &freed;
     w->fn(ev, obj, w->userdata);
-    if (gone) {
+    if (freed) {
         if (outer)
             *outer = true;
         return false;
     }
-    w->gone = outer;
-    return w->c != NULL;
+    w->freed = outer;
+    return w->c != NULL; /* the client was freed: the watch stays, stopped */
 }
 
 static void schedule(struct kube_watch *w, enum next_step next, bool now)
@@ -337,8 +337,6 @@ static void watch_stop(struct kube_watch *w)
     w->http = NULL;
     w->retry = ev_timer_del(w->retry);
     w->c = NULL;
-    if (w->gone)
-        *w->gone = true;
 }
 
 static void on_client_gone(struct kube_client_hook *hook)
@@ -353,6 +351,8 @@ struct kube_watch *kube_watch_free(struct kube_watch *w)
         return NULL;
     if (w->c)
         kube_client_hook_remove(w->c, &w->hook);
+    if (w->freed)
+        *w->freed = true;
     watch_stop(w);
     json_decref(w->known);
     free(w->rv);

@@ -347,6 +347,31 @@ static void test_watch_freed_in_callback(void **state)
     finish(&f);
 }
 
+static void on_event_free_client(enum kube_event ev, json_t *obj, void *userdata)
+{
+    struct fixture *f = userdata;
+    f->events++;
+    if (ev == KUBE_SYNCED) {
+        f->client = kube_client_free(f->client);
+        ev_loop_stop(f->loop, 0);
+    }
+}
+
+static void test_free_client_in_watch_callback(void **state)
+{
+    struct fixture f = {0};
+    make_client(&f, NULL, 0, 0);
+    assert_int_equal(kube_watch_new(f.client, "/api/v1/namespaces/default/pods",
+                                    on_event_free_client, &f, &f.watch),
+                     0);
+    assert_int_equal(ev_loop_run(f.loop), 0);
+    assert_int_equal(f.events, 2); /* ADDED a, SYNCED: nothing after the client went */
+    (void)!ev_timer_set(f.deadline, 300, 0);
+    assert_int_equal(ev_loop_run(f.loop), -ETIMEDOUT);
+    assert_int_equal(f.events, 2);
+    finish(&f); /* the stopped watch is released now */
+}
+
 static void on_done_count_then_free(const struct kube_response *res, void *userdata)
 {
     struct fixture *f = userdata;
@@ -398,6 +423,7 @@ int main(void)
         cmocka_unit_test(test_transport_error),
         cmocka_unit_test(test_free_client_in_callback),
         cmocka_unit_test(test_watch_freed_in_callback),
+        cmocka_unit_test(test_free_client_in_watch_callback),
         cmocka_unit_test(test_queued_requests_dropped),
         cmocka_unit_test(test_modify_mutate_fails),
     };
