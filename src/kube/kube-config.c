@@ -201,6 +201,14 @@ static int load_cluster(struct loader *l, const json_t *cluster, const char *nam
                          &insecure);
     if (r < 0)
         return r;
+    /* Better refused than ignored: either would connect somewhere other than asked. */
+    static const char *const unsupported[] = {"tls-server-name", "proxy-url"};
+    for (size_t i = 0; i < ARRAY_SIZE(unsupported); i++) {
+        json_t *v = json_object_get(cluster, unsupported[i]);
+        if (v && !json_is_null(v))
+            return doc_fail(l->doc, v, l->d, -EINVAL, "cluster \"%s\": %s is not supported", name,
+                            unsupported[i]);
+    }
 
     bool https = strncmp(server, "https://", 8) == 0;
     if (!https && strncmp(server, "http://", 7) != 0)

@@ -212,6 +212,8 @@ static const struct bad_case {
     {"    certificate-authority: ca.crt\n", "    token: x\n", "", -EINVAL, "server"},
     {"    server: https://h\n    sever: typo\n", "    token: x\n", "", -EINVAL, "sever"},
     {"    server: https://h\n", "    exec: {command: aws}\n", "", -EINVAL, "exec"},
+    {"    server: https://h\n    proxy-url: http://proxy:3128\n", "    token: x\n", "", -EINVAL,
+     ":7:16: cluster \"k\": proxy-url is not supported"},
     {"    server: https://h\n", "    token: x\n", ", cluster: other", -EINVAL, ""},
 };
 
