@@ -4,8 +4,11 @@
 # `make demo`: gpuplane on a simulated DGX H100 (the mock NVML library with examples/nodes/dgx-h100.yaml):
 # the node's GPUs, then `gpuplane device-plugin` against the kubelet emulator (tools/kubelet-emulator):
 # registration, the device list, a preferred allocation of 4 GPUs and its Allocate response, an XID 79
-# taking one GPU out and the recovery bringing it back. No GPU and no kubelet are needed; it takes
-# about 5 seconds. The daemon's own log goes to a file (printed at the end).
+# taking one GPU out and the recovery bringing it back; then `gpuplane dra-driver` against the test API
+# server and the DRA kubelet emulator (slices published, a claim allocated by `gpuplane allocate`,
+# prepared with its CDI spec, unprepared) and a DRA scheduling simulation (`gpuplane schedule`). No
+# GPU, no kubelet and no cluster are needed; it takes about 8 seconds. The daemons' own logs go to
+# files.
 set -euo pipefail
 bin=${1:-build/gpuplane}
 cd "$(dirname "$0")/.."
@@ -60,4 +63,24 @@ MOCK_NVML_EVENTS=$events tools/kubelet-emulator/kubelet-emu run --dir "$dir" --l
 title "Logs"
 echo "The daemon's log (klog): $work/spawn-1.log"
 grep -E 'registered with|device unhealthy|healthy again' "$work/spawn-1.log" | sed 's/^/  /' || true
+
+title "gpuplane dra-driver: the DRA kubelet driver (gpu.nvidia.com)"
+cat <<'TEXT'
+examples/dra/dra-driver/run-local.sh: the test API server (tests/integration/fakekube.py, HTTPS,
+every body checked against the resource.k8s.io/v1 schema), the driver on the simulated DGX H100
+registering with the DRA kubelet emulator and publishing its ResourceSlice, a claim for 2 GPUs
+allocated by gpuplane allocate against that slice, NodePrepareResources (its per-claim CDI spec,
+shortened here) and NodeUnprepareResources.
+TEXT
+echo
+# The CDI spec carries every driver library mount: show its first lines only.
+examples/dra/dra-driver/run-local.sh "$(dirname "$bin")" |
+    awk '/^--- k8s/ { inspec = 1; n = 0 }
+         inspec && /^---$/ && n > 1 { if (n > 24) printf "    ... (%d more lines)\n", n - 24; inspec = 0 }
+         inspec { n++; if (n <= 24) print; next }
+         { print }' || status=$?
+
+title "gpuplane schedule: where would these pods go?"
+show "$bin" schedule -f examples/dra/deviceclasses.yaml -f examples/dra/slices-dgx-h100-0.yaml \
+    -f examples/dra/slices-pcie-t4-0.yaml -f examples/dra/schedule-node-filters.yaml || true
 exit $status

@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """`make demo` (scripts/demo.sh): the device plugin part runs to its end against the emulator and
-shows what it announces — registration, 4 GPUs on one NUMA node, XID 79 taking one out, recovery."""
+shows what it announces — registration, 4 GPUs on one NUMA node, XID 79 taking one out, recovery;
+the DRA driver part registers, publishes, prepares a claim with its CDI spec and unprepares it; the
+scheduling simulation places the example pods."""
 import re
 import subprocess
 
@@ -21,3 +23,10 @@ def test_demo_script():
     text = open(log).read()
     assert f'"device healthy again" uuid="{H100[6]}" was="xid"' in text
     subprocess.run(["rm", "-rf", log.rsplit("/", 1)[0]], check=False)
+    dra = out.split("gpuplane dra-driver: the DRA kubelet driver")[1]
+    assert "registered: gpu.nvidia.com over v1.DRAPlugin" in dra
+    assert "published: ['gpu-0', 'gpu-1'" in dra
+    assert re.search(r"NodePrepareResources: ok=True cdi ids=\['k8s.gpu.nvidia.com/claim=[0-9a-f-]{36}-gpu-", dra)
+    assert 'kind: "k8s.gpu.nvidia.com/claim"' in dra
+    assert "NodeUnprepareResources: ok=True; spec still there: False" in dra
+    assert "scheduled 5 of 6 pods, 1 unschedulable" in dra
