@@ -59,7 +59,8 @@ class Probe:
 
     def env(self, extra=None):
         env = {k: v for k, v in os.environ.items()
-               if not k.startswith(("KUBERNETES_SERVICE_", "GPUPLANE_")) and k != "KUBECONFIG"}
+               if not k.startswith(("KUBERNETES_SERVICE_", "GPUPLANE_")) and k != "KUBECONFIG"
+               and not k.lower().endswith("_proxy")}  # fakekube is local
         env.update(extra or {})
         return env
 
