@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "dra-claim.h"
 #include "dra-internal.h"
 #include "dra-slices.h"
 #include "gpu-nvml-abi.h"
@@ -385,6 +386,31 @@ static int load_checkpoint(struct daemon *dm, struct diag *d, struct dra_checkpo
     return dra_checkpoint_new(boot, ret);
 }
 
+/* Claims a crash left PrepareStarted were never answered: the kubelet prepares them again if it
+ * still wants them, and may never call for them again if their pod went away meanwhile. Rolling
+ * them back now (spec removed, entry dropped) leaves nothing behind either way. */
+static int roll_back_started(struct daemon *dm, struct dra_checkpoint *cp, struct diag *d)
+{
+    const struct dra_cdi_options copts = {.mps_root = dm->mps_root};
+    const char *uid;
+    json_t *entry, *tmp;
+    size_t n = 0;
+    json_object_foreach_safe(cp->claims, tmp, uid, entry)
+    {
+        const char *state = json_string_value(json_object_get(entry, "state"));
+        if (!state || strcmp(state, DRA_STATE_STARTED) != 0)
+            continue;
+        log_warn("claim left half prepared by a crash: rolling it back", "uid", uid, "claim",
+                 json_string_value(json_object_get(entry, "name")));
+        int r = dra_cdi_remove_with(dm->o->cdi_root, uid, &copts, d);
+        if (r < 0)
+            return r;
+        dra_checkpoint_drop(cp, uid);
+        n++;
+    }
+    return n ? dra_checkpoint_save(cp, dm->cp_path, d) : 0;
+}
+
 static int start_claims(struct daemon *dm, struct diag *d)
 {
     struct dra_checkpoint *cp = NULL;
@@ -392,8 +418,12 @@ static int start_claims(struct daemon *dm, struct diag *d)
     if (r < 0)
         return diag_fail(d, r, "cannot create %s: %s", dm->o->cdi_root, strerror(-r));
     r = load_checkpoint(dm, d, &cp);
-    if (r < 0)
+    if (r >= 0)
+        r = roll_back_started(dm, cp, d);
+    if (r < 0) {
+        dra_checkpoint_free(cp);
         return r;
+    }
     log_info("checkpoint loaded", "path", dm->cp_path, "claims",
              LOG_INT(json_object_size(cp->claims)));
     const struct dra_prepare_ctx ctx = {
