@@ -464,7 +464,10 @@ def test_watch_follows_bookmarks(fk, probe):
     assert len(lists) == 1
 
 
-def test_watch_relists_after_410_and_reports_the_difference(fk, probe):
+@pytest.mark.parametrize("expired", ["event", "status"])
+def test_watch_relists_after_410_and_reports_the_difference(fk, probe, expired):
+    """410 as an ERROR event in the stream, or as the HTTP status of the watch request."""
+    fk.watch_expired = expired
     fk.put(pod("a"))
     fk.put(pod("b"))
     fk.bookmark_interval = 3600  # no bookmarks: the watch's resourceVersion stays behind
@@ -488,6 +491,8 @@ def test_watch_relists_after_410_and_reports_the_difference(fk, probe):
     assert evs[-1]["type"] == "SYNCED"
     lists = [r for r in fk.requests("GET", f"{PODS}$") if "watch" not in r["query"]]
     assert len(lists) == 2
+    expired_watches = [r for r in fk.requests("GET", f"{PODS}$") if r["status"] == 410]
+    assert len(expired_watches) == (1 if expired == "status" else 0)
     fk.put(pod("e"))
     assert event(run.next()) == ("ADDED", "e")
 
