@@ -361,6 +361,24 @@ def test_same_claim_twice_at_once_is_serialised(running):
     assert len({json.dumps(r.devices(uid)) for r in results}) == 1
 
 
+def test_a_slow_claim_does_not_hold_up_the_others(running):
+    import concurrent.futures
+    slow, quick = running.claim("slow"), running.claim("quick")
+    running.fk.inject("GET", r".*/resourceclaims/slow", hang=True)
+    with concurrent.futures.ThreadPoolExecutor(1) as ex:
+        pending = ex.submit(running.prepare, slow)
+        # the GET of the slow claim is held by the API server ...
+        wait_until(lambda: running.fk.requests("GET", r".*/resourceclaims/slow$"), what="the slow GET")
+        # ... while another claim is prepared
+        assert running.prepare(quick).ok
+        assert not pending.done()
+        running.fk.release()
+        r = pending.result(T)
+    # the held GET was cut: the slow claim failed on its own and can be prepared now
+    assert r.claims[slow["metadata"]["uid"]].answered
+    assert running.prepare(slow).ok
+
+
 def test_unprepare_removes_spec_and_entry(running):
     c = running.claim("c")
     uid = c["metadata"]["uid"]
