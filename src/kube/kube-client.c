@@ -604,6 +604,11 @@ struct ev_loop *kube_client_loop(const struct kube_client *c)
     return c->loop;
 }
 
+bool kube_client_closing(const struct kube_client *c)
+{
+    return c->dead;
+}
+
 void kube_client_hook_add(struct kube_client *c, struct kube_client_hook *hook)
 {
     hook->prev = NULL;

@@ -61,6 +61,8 @@ _wur_ int kube_http_start(struct kube_client *c, const struct kube_http_spec *sp
 void kube_http_cancel(struct kube_http *h);
 
 struct ev_loop *kube_client_loop(const struct kube_client *c);
+/* kube_client_free() was called (from a callback still unwinding): call nobody any more. */
+bool kube_client_closing(const struct kube_client *c);
 
 /* Something built on the client that must stop when the client is freed (a watch): detach is
  * called from kube_client_free(), before the exchanges still queued are dropped. */

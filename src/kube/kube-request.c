@@ -72,6 +72,10 @@ char *kube_path_add_query(const char *path, const char *query)
 static void op_finish(struct kube_op *op, int status, json_t *body, const char *raw, size_t len,
                       const char *error)
 {
+    if (kube_client_closing(op->c)) { /* freed by a callback of this op (mutate) */
+        op_free(op);
+        return;
+    }
     char reason[REASON_MAX] = "", message[DIAG_MSG_MAX] = "";
     if (status == 0)
         snprintf(message, sizeof(message), "%s", error && *error ? error : "no response");

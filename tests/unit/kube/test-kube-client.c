@@ -416,6 +416,27 @@ static void test_modify_mutate_fails(void **state)
     finish(&f);
 }
 
+static int mutate_free_client(json_t *obj, void *userdata)
+{
+    struct fixture *f = userdata;
+    f->client = kube_client_free(f->client);
+    ev_loop_stop(f->loop, 0);
+    return 1; /* "nothing to write": still no callback, the client is gone */
+}
+
+static void test_free_client_in_mutate(void **state)
+{
+    struct fixture f = {0};
+    make_client(&f, NULL, 0, 0);
+    assert_int_equal(kube_modify(f.client, "/api/v1/namespaces/default/pods/a", mutate_free_client,
+                                 on_done_stop, &f),
+                     0);
+    assert_int_equal(ev_loop_run(f.loop), 0);
+    assert_null(f.client);
+    assert_int_equal(f.calls, 0);
+    finish(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -426,6 +447,7 @@ int main(void)
         cmocka_unit_test(test_free_client_in_watch_callback),
         cmocka_unit_test(test_queued_requests_dropped),
         cmocka_unit_test(test_modify_mutate_fails),
+        cmocka_unit_test(test_free_client_in_mutate),
     };
     return cmocka_run_group_tests(tests, start_server, NULL);
 }
