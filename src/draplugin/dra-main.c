@@ -124,7 +124,7 @@ static int apply(struct dra_options *o, const struct setting *s, const char *v, 
     }
     case KIND_INT: {
         long n = strtol(v, &end, 10);
-        if (errno || end == v || *end || n < -1 || n > 1000000000L)
+        if (errno || end == v || *end || n < -1000000000L || n > 1000000000L)
             return usage(d, "invalid integer for", source);
         *(long *)field = n;
         return 0;
@@ -297,10 +297,12 @@ void dra_options_print_help(FILE *out)
         "  # on a node, inside the DaemonSet's pod (in-cluster API access)\n"
         "  gpuplane dra-driver --node-name=$NODE_NAME\n"
         "\n"
-        "  # a simulated node against a test API server, private kubelet directories\n"
+        "  # a simulated node against a test API server, private kubelet directories, the fake\n"
+        "  # driver root of mock-nvml/make-driver-root.sh\n"
         "  gpuplane dra-driver --mock=dgx-h100 --node-name=node-1 --kubeconfig=kubeconfig.yaml \\\n"
         "    --kubelet-registrar-directory-path=/tmp/k/plugins_registry \\\n"
-        "    --kubelet-plugins-directory-path=/tmp/k/plugins --cdi-root=/tmp/k/cdi\n"
+        "    --kubelet-plugins-directory-path=/tmp/k/plugins --cdi-root=/tmp/k/cdi \\\n"
+        "    --nvidia-driver-root=/tmp/k/root\n"
         "\n"
         "See docs/dra-driver.md.\n",
         out);

@@ -109,6 +109,10 @@ static void test_spellings_and_aliases(void **state)
     assert_true(o.allow_insecure);
     assert_true(o.kube_qps == 2.5);
     dra_options_release(&o);
+    /* any negative port disables the health service, as NVIDIA's flag */
+    assert_int_equal(parse(&o, &d, ARGS("--node-name=n", "--healthcheck-port=-5")), 0);
+    assert_int_equal(o.healthcheck_port, -5);
+    dra_options_release(&o);
 }
 
 static void test_flag_over_environment(void **state)
