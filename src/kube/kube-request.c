@@ -15,6 +15,10 @@
 /* Fresh starts of a read-modify-write after a conflict. */
 #define MODIFY_RETRIES 5
 #define REASON_MAX 128
+/* A server that keeps handing out continue tokens, or a collection past what a node agent can hold,
+ * ends the list with an error instead of growing without bound. */
+#define LIST_MAX_PAGES 10000u
+#define LIST_MAX_ITEMS ((size_t)1 << 20)
 
 enum op_kind {
     OP_PLAIN,
@@ -33,6 +37,7 @@ struct kube_op {
     /* lists */
     json_t *items;
     char *cont;
+    unsigned pages;
     bool restarted;
     /* read-modify-write */
     kube_mutate_fn mutate;
@@ -158,6 +163,7 @@ static void list_page(struct kube_op *op, int status, json_t *body, const char *
     if (status == 410 && op->cont && !op->restarted) {
         /* The continue token expired: the snapshot is gone, start again from a new one. */
         op->restarted = true;
+        op->pages = 0;
         free(op->cont);
         op->cont = NULL;
         json_array_clear(op->items);
@@ -172,6 +178,11 @@ static void list_page(struct kube_op *op, int status, json_t *body, const char *
             op_finish(op, 0, body, raw, len, "list: the response is not a List");
         else
             op_finish(op, status, body, raw, len, error);
+        return;
+    }
+    if (++op->pages > LIST_MAX_PAGES ||
+        json_array_size(op->items) + json_array_size(items) > LIST_MAX_ITEMS) {
+        op_finish(op, 0, NULL, NULL, 0, "list: more pages or items than a list may have");
         return;
     }
     if (json_array_extend(op->items, items) < 0) {
