@@ -87,8 +87,6 @@ _wur_ int dra_registrar_new(struct ev_loop *loop, const char *socket, const char
                             const char *endpoint, struct diag *d, struct dra_registrar **ret);
 struct dra_registrar *dra_registrar_free(struct dra_registrar *r);
 DEFINE_POINTER_CLEANUP(struct dra_registrar, dra_registrar_free)
-/* Whether the kubelet said it registered us through the socket being served now. */
-bool dra_registrar_registered(const struct dra_registrar *r);
 
 /* Identity of a file: tmpfs reuses inode numbers, so the change time goes with them. */
 struct dra_file_id {

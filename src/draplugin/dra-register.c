@@ -38,7 +38,6 @@ struct dra_registrar {
     struct ev_timer *check;
     struct ev_timer *retry;
     unsigned backoff_ms;
-    bool registered;
     bool retry_armed;
 };
 
@@ -82,12 +81,10 @@ static void on_notify(struct rpc_call *call, const ProtobufCMessage *request, vo
     if (rpc_call_reply(call, &resp.base) < 0)
         log_debug(1, "cannot answer NotifyRegistrationStatus");
     if (st->plugin_registered) {
-        r->registered = true;
         r->backoff_ms = BACKOFF_FIRST_MS;
         log_info("registered with the kubelet", "driver", r->driver, "endpoint", r->endpoint);
         return;
     }
-    r->registered = false;
     log_error("the kubelet refused the registration; offering it again", "driver", r->driver,
               "error", st->error ? st->error : "", "retry_ms", LOG_INT(r->backoff_ms));
     if (r->retry_armed)
@@ -126,7 +123,6 @@ static int add_methods(struct dra_registrar *r)
 static int serve(struct dra_registrar *r, struct diag *d)
 {
     r->srv = rpc_server_free(r->srv);
-    r->registered = false;
     r->bound = (struct dra_file_id){0};
     int e = file_mkdir_p(r->dir, 0755);
     if (e < 0)
@@ -203,11 +199,6 @@ int dra_registrar_new(struct ev_loop *loop, const char *socket, const char *driv
         return e;
     *ret = TAKE_PTR(r);
     return 0;
-}
-
-bool dra_registrar_registered(const struct dra_registrar *r)
-{
-    return r && r->registered;
 }
 
 struct dra_registrar *dra_registrar_free(struct dra_registrar *r)
