@@ -497,6 +497,27 @@ def test_dra_socket_removed_is_served_again(running):
     assert running.prepare(c).ok
 
 
+def test_kubelet_restart_with_the_socket_in_place(running):
+    # a kubelet that restarts without touching the directory dials the socket it finds again
+    since = len(running.kubelet.registrations())
+    running.kubelet.restart()
+    reg = running.kubelet.wait_registered(DRIVER, since=since)
+    assert reg.info["endpoint"] == str(running.dra_sock)
+
+
+def test_sigterm_during_a_prepare(running):
+    import concurrent.futures
+    c = running.claim("interrupted")
+    running.fk.inject("GET", r".*/resourceclaims/interrupted", hang=True)
+    with concurrent.futures.ThreadPoolExecutor(1) as ex:
+        pending = ex.submit(running.prepare, c)
+        wait_until(lambda: running.fk.requests("GET", r".*/resourceclaims/interrupted$"), what="the GET")
+        assert running.stop() == 0
+        assert not pending.result(T).ok
+    running.fk.release()
+    assert running.entries() == {} and not running.spec_path(c["metadata"]["uid"]).exists()
+
+
 def test_registration_refusal_logged_and_socket_recreated(node):
     class Refusing(dra_emu.DraKubelet):
         def _validate(self, info, reg):
