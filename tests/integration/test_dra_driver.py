@@ -403,6 +403,22 @@ def test_several_claims_in_one_call(running):
     assert r.ok and running.entries() == {}
 
 
+def test_many_claims_at_once_all_reach_the_checkpoint(running):
+    # concurrent claims share one checkpoint writer: snapshots taken while a write is in flight
+    # are merged into the next write, and none is lost or overwritten by an older one
+    import concurrent.futures
+    claims = [running.claim(f"p{i}") for i in range(8)]
+    with concurrent.futures.ThreadPoolExecutor(4) as ex:
+        results = list(ex.map(lambda pair: running.prepare(*pair), zip(claims[0::2], claims[1::2])))
+    assert all(r.ok for r in results), [r.errors for r in results]
+    uids = {c["metadata"]["uid"] for c in claims}
+    assert set(running.entries()) == uids
+    assert all(e["state"] == "PrepareCompleted" for e in running.entries().values())
+    with concurrent.futures.ThreadPoolExecutor(8) as ex:
+        assert all(r.ok for r in ex.map(running.unprepare, claims))
+    assert running.entries() == {} and list(running.cdi.iterdir()) == []
+
+
 def test_per_claim_errors(running):
     good = running.claim("good")
     pending = running.claim("pending", allocate=False)
