@@ -639,6 +639,18 @@ def test_fatal_xid_taints_the_device_and_it_recovers(node):
     wait_until(lambda: taints(node, "gpu-3") == [], timeout=20, what="the taint to go")
 
 
+def test_gpu_lost_at_run_time_is_tainted_until_it_answers_again(node):
+    node.start(args=["--health-recovery-window=1"])
+    node.wait_slices()
+    with node.events.open("a") as f:
+        f.write(json.dumps({"gpu": 5, "type": "lost"}) + "\n")
+    wait_until(lambda: taints(node, "gpu-5"), timeout=20, what="a taint on gpu-5")
+    assert taints(node, "gpu-4") == []
+    with node.events.open("a") as f:
+        f.write(json.dumps({"gpu": 5, "type": "recover"}) + "\n")
+    wait_until(lambda: taints(node, "gpu-5") == [], timeout=20, what="the taint to go")
+
+
 def test_ignored_xid_leaves_the_device_alone(node):
     node.start()
     node.wait_slices()
