@@ -202,6 +202,17 @@ def test_unauthorized_message_and_no_token(fk, probe):
     assert res["message"] == "Unauthorized"
 
 
+def test_debug_log_names_requests_not_tokens(fk, probe):
+    fk.put(pod("a"))
+    for variant in ("token", "tokenfile", "embedded-token"):
+        p = probe.run("get", f"{PODS}/a", kubeconfig=variant)
+        assert p.returncode == 0
+        # -v=10: every response is logged, with its path and status, and that is all
+        assert '"kube response" method="GET" path="/api/v1/namespaces/default/pods/a" status=200' \
+            in p.stderr, p.stderr
+        assert fk.token not in p.stderr and fk.token not in p.stdout
+
+
 def test_wrong_ca_is_a_transport_error(fk, probe, tmp_path):
     other = fakekube.Certs(tmp_path / "other")
     cfg = yaml.safe_load(fk.kubeconfigs["token"].read_text())
