@@ -11,7 +11,7 @@ build=$(cd "${1:-$src/build}" && pwd)
 work=$(mktemp -d /tmp/gpdra-example-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 "$src/mock-nvml/make-driver-root.sh" "$src/examples/nodes/dgx-h100.yaml" "$work/root" >/dev/null
-exec /usr/bin/python3 - "$src" "$build" "$work" <<'PY'
+/usr/bin/python3 - "$src" "$build" "$work" <<'PY'
 import json, pathlib, signal, subprocess, sys, time, uuid
 src, build, work = (pathlib.Path(a) for a in sys.argv[1:4])
 sys.path[:0] = [str(src / "tests" / "integration"), str(src / "tools" / "kubelet-emulator")]
