@@ -41,6 +41,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	_ "gpuplane/grpccodec" // the "proto" codec for Debian's grpc-go (see there)
 	pb "gpuplane/interoppb"
 )
 
