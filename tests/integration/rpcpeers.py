@@ -30,6 +30,32 @@ def build_go_peer(build, timeout=300):
     return pathlib.Path(p.stdout.strip().splitlines()[-1])
 
 
+# What build-go-peer.sh needs (scripts/install-deps.sh installs them): programs, and Go packages of
+# Debian's GOPATH tree.
+GO_PROGRAMS = ("go", "protoc", "protoc-gen-go", "protoc-gen-go-grpc")
+GO_PACKAGES = ("google.golang.org/grpc", "google.golang.org/protobuf")
+
+
+def go_missing():
+    """Why the Go peers cannot be built here (a missing program or Debian Go package), or None."""
+    import shutil
+    missing = [p for p in GO_PROGRAMS if shutil.which(p) is None]
+    missing += [p for p in GO_PACKAGES if not pathlib.Path("/usr/share/gocode/src", p).is_dir()]
+    if missing:
+        return "not installed (scripts/install-deps.sh installs them): " + ", ".join(missing)
+    return None
+
+
+def build_go_dra_kubelet(build, timeout=300):
+    """Builds (or finds up to date) the grpc-go DRA kubelet (tests/interop/go/dra-kubelet) under the
+    build dir; returns its path."""
+    p = subprocess.run([str(INTEROP / "build-go-peer.sh"), str(build), "dra-kubelet"],
+                       capture_output=True, text=True, timeout=timeout)
+    if p.returncode != 0:
+        raise RuntimeError(f"build-go-peer.sh dra-kubelet failed:\n{p.stdout}{p.stderr}")
+    return pathlib.Path(p.stdout.strip().splitlines()[-1])
+
+
 class LineReader:
     """Reads whole lines from a pipe with a deadline, without blocking past it."""
 
