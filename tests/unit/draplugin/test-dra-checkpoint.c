@@ -349,7 +349,8 @@ static void test_flipped(void **state)
     for (size_t pos = 0; pos < len; pos++) {
         for (size_t k = 0; k < 8 + sizeof(repl); k++) {
             /* The bit flips, then repl including its terminating NUL. */
-            char c = k < 8 ? (char)(text[pos] ^ (1 << k)) : repl[k - 8];
+            char c =
+                (char)(k < 8 ? (unsigned char)text[pos] ^ (1u << k) : (unsigned char)repl[k - 8]);
             struct dra_checkpoint *cp = NULL;
             struct diag d;
             int r;
