@@ -731,6 +731,9 @@ class _Expect:
 class _Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    # socketserver's default backlog of 5 drops the SYNs of a burst of new connections (a client
+    # opening 8 at once), which the client only retries after a second.
+    request_queue_size = 128
 
     def __init__(self, addr, handler, ctx, fk):
         self.ctx, self.fk = ctx, fk
