@@ -6,8 +6,10 @@
 # (golang-google-grpc-dev, golang-google-protobuf-dev under /usr/share/gocode);
 # proto/deviceplugin/v1beta1/api.proto is compiled with protoc-gen-go and protoc-gen-go-grpc into a
 # GOPATH tree under BUILD_DIR/dp-bench-go, then `go build`. Does nothing when the inputs are
-# unchanged since the last build. Prints the binary's path. GOCACHE defaults to
-# BUILD_DIR/interop-go/cache, the Go peer's, so grpc-go is compiled once for both.
+# unchanged since the last build. The "proto" codec for Debian's grpc-go is the interop peers'
+# (tests/interop/go/grpccodec, copied into the tree as gpuplane/grpccodec). Prints the binary's
+# path. GOCACHE defaults to BUILD_DIR/interop-go/cache, the Go peer's, so grpc-go is compiled once
+# for both.
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -23,7 +25,8 @@ mkdir -p "$gopath"
 exec 9>"$gopath/.lock"
 flock 9
 
-stamp=$( (cat "$proto" "$here"/go/dp-bench/*.go "$0"
+codec=$root/tests/interop/go/grpccodec
+stamp=$( (cat "$proto" "$here"/go/dp-bench/*.go "$codec"/*.go "$0"
     go version; protoc --version; dpkg-query -W protoc-gen-go protoc-gen-go-grpc \
     golang-google-grpc-dev golang-google-protobuf-dev 2>/dev/null || true) | sha256sum)
 if [ -x "$out" ] && [ "$(cat "$gopath/stamp" 2>/dev/null)" = "$stamp" ]; then
@@ -37,6 +40,9 @@ rm -rf "$gopath/src/$pkg"
 mkdir -p "$gopath/src/$pkg"
 protoc -I"$root/proto" --go_out="$gopath/src" --go_opt="$m" \
     --go-grpc_out="$gopath/src" --go-grpc_opt="$m" "$proto"
+rm -rf "$gopath/src/gpuplane/grpccodec"
+mkdir -p "$gopath/src/gpuplane/grpccodec"
+cp "$codec"/*.go "$gopath/src/gpuplane/grpccodec/"
 
 cd "$here/go/dp-bench"
 GOPATH="$gopath:/usr/share/gocode" GO111MODULE=off GOFLAGS= \

@@ -20,7 +20,7 @@
 //	    exits when stdin is closed, the stream ends, or the time limit passes
 //
 // Latencies are measured on the monotonic clock around each call. Built in GOPATH mode by
-// bench/deviceplugin/build-go-client.sh against Debian's grpc-go (codec.go: see there).
+// bench/deviceplugin/build-go-client.sh against Debian's grpc-go (gpuplane/grpccodec: see there).
 package main
 
 import (
@@ -38,6 +38,7 @@ import (
 	"google.golang.org/grpc"
 
 	pb "gpuplane/deviceplugin/v1beta1"
+	_ "gpuplane/grpccodec" // the "proto" codec for Debian's grpc-go
 )
 
 func emit(v interface{}) {
