@@ -33,11 +33,9 @@ parts (as bench/rpc); `--nice N` also runs both at that niceness (negative needs
 how much of a tail is preemption by other work on the machine. Every process is remembered by PID and ended; every wait has a deadline.
 """
 import argparse
-import datetime
 import json
 import os
 import pathlib
-import platform
 import random
 import shutil
 import signal
@@ -50,6 +48,8 @@ import time
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 HERE = ROOT / "bench" / "deviceplugin"
 sys.path.insert(0, str(ROOT / "tests" / "integration"))
+sys.path.insert(0, str(ROOT / "bench"))
+from benchlib import machine  # noqa: E402
 sys.path.insert(0, str(ROOT / "tools" / "kubelet-emulator"))
 from rpcpeers import LineReader  # noqa: E402
 
@@ -436,17 +436,6 @@ def bench_rss(r, args, results):
 
 
 # ---- report ----
-
-def machine():
-    model = ""
-    try:
-        for line in subprocess.run(["lscpu"], capture_output=True, text=True).stdout.splitlines():
-            if line.startswith("Model name:"):
-                model = line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return {"nproc": os.cpu_count(), "cpu": model, "kernel": platform.release(),
-            "date": datetime.date.today().isoformat(), "load1": os.getloadavg()[0]}
 
 
 def rule(head):

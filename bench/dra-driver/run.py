@@ -28,7 +28,6 @@ import argparse
 import json
 import os
 import pathlib
-import platform
 import shutil
 import signal
 import ssl
@@ -43,11 +42,13 @@ import uuid
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "integration"))
 sys.path.insert(0, str(ROOT / "tools" / "kubelet-emulator"))
+sys.path.insert(0, str(ROOT / "bench"))
 
 import grpc  # noqa: E402
 import yaml  # noqa: E402
 
 import dra_emu  # noqa: E402
+from benchlib import describe, machine  # noqa: E402
 from fakekube import FakeKube  # noqa: E402
 
 DRIVER = "gpu.nvidia.com"
@@ -238,19 +239,6 @@ def table(rows, mem):
     return "\n".join(out)
 
 
-def machine():
-    cpu = "unknown CPU"
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return (f"{os.cpu_count()} CPUs, {cpu}, Linux {platform.release()}, "
-            f"{time.strftime('%Y-%m-%d')}, load {os.getloadavg()[0]:.2f} at the start")
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -271,7 +259,7 @@ def main():
     os.environ.setdefault("GPUPLANE_BUILD", str(args.build))
     rounds = 20 if args.quick else args.rounds
     work = pathlib.Path(tempfile.mkdtemp(prefix="gpdrb-", dir="/tmp"))
-    head = machine()
+    head = describe(machine())
     progress(f"dra-driver on mock {args.profile}: {rounds} rounds ...")
     node = None
     try:

@@ -32,11 +32,9 @@ killed and reported as "timeout"; exit status 2 or a missing summary is "error";
 other than the expected one is "MISMATCH".
 """
 import argparse
-import datetime
 import json
 import os
 import pathlib
-import platform
 import re
 import resource
 import select
@@ -48,6 +46,9 @@ import tempfile
 import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "bench"))
+from benchlib import machine  # noqa: E402
+
 GEN = ROOT / "bench" / "dra" / "gen.py"
 PYTHON = "/usr/bin/python3"
 GNU_TIME = "/usr/bin/time"
@@ -353,21 +354,6 @@ def run_allocate(binary, sc, files, work, timeout, repeat):
 
 
 # ---- report -----------------------------------------------------------------------------------
-
-def machine():
-    model = ""
-    try:
-        for line in subprocess.run(["lscpu"], capture_output=True, text=True).stdout.splitlines():
-            if line.startswith("Model name:"):
-                model = line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    try:
-        load = os.getloadavg()[0]
-    except OSError:
-        load = None
-    return {"nproc": os.cpu_count(), "cpu": model, "kernel": platform.release(),
-            "date": datetime.date.today().isoformat(), "load1": load}
 
 
 def fmt(v, spec, missing="-"):

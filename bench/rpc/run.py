@@ -27,11 +27,9 @@ server has GOMAXPROCS 1, like our single-threaded loop). Every process is rememb
 killed at the end; every wait has a deadline.
 """
 import argparse
-import datetime
 import json
 import os
 import pathlib
-import platform
 import shutil
 import signal
 import subprocess
@@ -41,6 +39,8 @@ import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "integration"))
+sys.path.insert(0, str(ROOT / "bench"))
+from benchlib import machine  # noqa: E402
 from rpcpeers import LineReader  # noqa: E402
 
 PYTHON = "/usr/bin/python3"
@@ -269,22 +269,6 @@ def leak_check(r, args, results):
         results["leak"] = out
     finally:
         r.stop(srv)
-
-
-def machine():
-    model = ""
-    try:
-        for line in subprocess.run(["lscpu"], capture_output=True, text=True).stdout.splitlines():
-            if line.startswith("Model name:"):
-                model = line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    try:
-        load = os.getloadavg()[0]
-    except OSError:
-        load = None
-    return {"nproc": os.cpu_count(), "cpu": model, "kernel": platform.release(),
-            "date": datetime.date.today().isoformat(), "load1": load}
 
 
 def table(results):
