@@ -7,6 +7,10 @@
  * Only a request that cannot be answered claim by claim — a claim without UID, namespace or name,
  * or a UID twice — fails as a whole, with INVALID_ARGUMENT. A call whose client went away still
  * lets its claims finish (their effects are idempotent), and nobody is answered.
+ *
+ * v1beta1's messages are v1's without Device.share_id (field 5): the same fields, the same numbers.
+ * Both paths are served with v1's generated messages, and a v1beta1 answer never sets share_id, so
+ * its bytes are exactly what v1beta1's own messages would give.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -15,14 +19,22 @@
 
 #include "dra-internal.h"
 #include "dra/v1/api.pb-c.h"
-#include "dra/v1beta1/api.pb-c.h"
 
 #define V1 "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/"
 #define V1BETA1 "/k8s.io.kubelet.pkg.apis.dra.v1beta1.DRAPlugin/"
 
-typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__Claim ClaimV1;
-typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__Device DeviceV1;
-typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1beta1__Device DeviceV1b;
+typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__Claim Claim;
+typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__Device Device;
+typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodePrepareResourcesRequest PrepareRequest;
+typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodeUnprepareResourcesRequest UnprepareRequest;
+typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodePrepareResourcesResponse PrepareResponse;
+typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodePrepareResourcesResponse__ClaimsEntry
+    PrepareEntry;
+typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodePrepareResourceResponse PrepareAnswer;
+typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodeUnprepareResourcesResponse UnprepareResponse;
+typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodeUnprepareResourcesResponse__ClaimsEntry
+    UnprepareEntry;
+typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodeUnprepareResourceResponse UnprepareAnswer;
 
 enum api {
     API_V1,
@@ -92,140 +104,132 @@ static const char *str(json_t *obj, const char *key)
     return s ? s : "";
 }
 
-static int fill_v1(DeviceV1 *d, json_t *e)
+/* A Device of the answer from a checkpoint device entry; share_id only for v1. */
+static int fill(Device *d, json_t *e, bool share_id)
 {
     const char *share = json_string_value(json_object_get(e, "shareID"));
-    *d = (DeviceV1)K8S__IO__KUBELET__PKG__APIS__DRA__V1__DEVICE__INIT;
+    *d = (Device)K8S__IO__KUBELET__PKG__APIS__DRA__V1__DEVICE__INIT;
     d->request_names = strings(json_object_get(e, "requests"), &d->n_request_names);
     d->cdi_device_ids = strings(json_object_get(e, "cdiDeviceIDs"), &d->n_cdi_device_ids);
+    if ((json_array_size(json_object_get(e, "requests")) && !d->request_names) ||
+        (json_array_size(json_object_get(e, "cdiDeviceIDs")) && !d->cdi_device_ids))
+        return -ENOMEM;
     d->pool_name = (char *)str(e, "poolName");
     d->device_name = (char *)str(e, "deviceName");
-    if (share) {
+    if (share && share_id) {
         d->_share_id_case = K8S__IO__KUBELET__PKG__APIS__DRA__V1__DEVICE___SHARE_ID_SHARE_ID;
         d->share_id = (char *)share;
     }
     return 0;
 }
 
-static int fill_v1beta1(DeviceV1b *d, json_t *e)
+static void device_free(Device *d)
 {
-    *d = (DeviceV1b)K8S__IO__KUBELET__PKG__APIS__DRA__V1BETA1__DEVICE__INIT;
-    d->request_names = strings(json_object_get(e, "requests"), &d->n_request_names);
-    d->cdi_device_ids = strings(json_object_get(e, "cdiDeviceIDs"), &d->n_cdi_device_ids);
-    d->pool_name = (char *)str(e, "poolName");
-    d->device_name = (char *)str(e, "deviceName");
+    if (!d)
+        return;
+    free(d->request_names);
+    free(d->cdi_device_ids);
+    free(d);
+}
+
+/* Claim i's devices: *ret (NULL when none), 0 or -ENOMEM. */
+static int answer_devices(const struct batch *b, size_t i, Device ***ret, size_t *n)
+{
+    size_t nd = b->errors[i] ? 0 : json_array_size(b->devices[i]);
+    Device **devs = nd ? calloc(nd, sizeof(*devs)) : NULL;
+
+    *ret = devs;
+    *n = 0;
+    if (nd && !devs)
+        return -ENOMEM;
+    for (size_t k = 0; k < nd; k++) {
+        devs[k] = calloc(1, sizeof(*devs[k]));
+        if (!devs[k])
+            return -ENOMEM;
+        *n = k + 1;
+        if (fill(devs[k], json_array_get(b->devices[i], k), b->api == API_V1) < 0)
+            return -ENOMEM;
+    }
     return 0;
 }
 
-/*
- * The prepare answer. Both versions have the same shape; the macro spells it out once per
- * version's generated names (P: the type prefix, M: the macro prefix, FILL: the device filler).
- */
-#define PREPARE_REPLY(P, M, FILL)                                                                  \
-    do {                                                                                           \
-        P##NodePrepareResourcesResponse resp = M##NODE_PREPARE_RESOURCES_RESPONSE__INIT;           \
-        P##NodePrepareResourcesResponse__ClaimsEntry *entries = calloc(n, sizeof(*entries));       \
-        P##NodePrepareResourcesResponse__ClaimsEntry **eptrs = calloc(n, sizeof(*eptrs));          \
-        P##NodePrepareResourceResponse *vals = calloc(n, sizeof(*vals));                           \
-        P##Device ***devs = calloc(n, sizeof(*devs));                                              \
-        int ok = entries && eptrs && vals && devs;                                                 \
-        for (size_t i = 0; ok && i < n; i++) {                                                     \
-            size_t nd = b->errors[i] ? 0 : json_array_size(b->devices[i]);                         \
-            vals[i] = (P##NodePrepareResourceResponse)M##NODE_PREPARE_RESOURCE_RESPONSE__INIT;     \
-            vals[i].error = b->errors[i] ? b->errors[i] : (char *)"";                              \
-            devs[i] = nd ? calloc(nd, sizeof(*devs[i])) : NULL;                                    \
-            for (size_t k = 0; devs[i] && k < nd; k++) {                                           \
-                devs[i][k] = calloc(1, sizeof(*devs[i][k]));                                       \
-                if (!devs[i][k] || FILL(devs[i][k], json_array_get(b->devices[i], k)) < 0) {       \
-                    ok = 0;                                                                        \
-                    break;                                                                         \
-                }                                                                                  \
-            }                                                                                      \
-            if (nd && !devs[i])                                                                    \
-                ok = 0;                                                                            \
-            vals[i].n_devices = ok ? nd : 0;                                                       \
-            vals[i].devices = devs[i];                                                             \
-            entries[i] = (P##NodePrepareResourcesResponse__ClaimsEntry)                            \
-                M##NODE_PREPARE_RESOURCES_RESPONSE__CLAIMS_ENTRY__INIT;                            \
-            entries[i].key = b->uids[i];                                                           \
-            entries[i].value = &vals[i];                                                           \
-            eptrs[i] = &entries[i];                                                                \
-        }                                                                                          \
-        resp.n_claims = n;                                                                         \
-        resp.claims = eptrs;                                                                       \
-        if (!ok)                                                                                   \
-            rpc_call_finish(b->call, RPC_INTERNAL, "out of memory");                               \
-        else if (rpc_call_reply(b->call, &resp.base) < 0)                                          \
-            log_warn("cannot send the NodePrepareResources answer");                               \
-        for (size_t i = 0; devs && i < n; i++) {                                                   \
-            size_t nd = b->errors[i] ? 0 : json_array_size(b->devices[i]);                         \
-            for (size_t k = 0; devs[i] && k < nd; k++) {                                           \
-                if (devs[i][k]) {                                                                  \
-                    free(devs[i][k]->request_names);                                               \
-                    free(devs[i][k]->cdi_device_ids);                                              \
-                }                                                                                  \
-                free(devs[i][k]);                                                                  \
-            }                                                                                      \
-            free(devs[i]);                                                                         \
-        }                                                                                          \
-        free(devs);                                                                                \
-        free(vals);                                                                                \
-        free(eptrs);                                                                               \
-        free(entries);                                                                             \
-    } while (0)
-
-#define UNPREPARE_REPLY(P, M)                                                                      \
-    do {                                                                                           \
-        P##NodeUnprepareResourcesResponse resp = M##NODE_UNPREPARE_RESOURCES_RESPONSE__INIT;       \
-        P##NodeUnprepareResourcesResponse__ClaimsEntry *entries = calloc(n, sizeof(*entries));     \
-        P##NodeUnprepareResourcesResponse__ClaimsEntry **eptrs = calloc(n, sizeof(*eptrs));        \
-        P##NodeUnprepareResourceResponse *vals = calloc(n, sizeof(*vals));                         \
-        if (n && (!entries || !eptrs || !vals)) {                                                  \
-            rpc_call_finish(b->call, RPC_INTERNAL, "out of memory");                               \
-        } else {                                                                                   \
-            for (size_t i = 0; i < n; i++) {                                                       \
-                vals[i] =                                                                          \
-                    (P##NodeUnprepareResourceResponse)M##NODE_UNPREPARE_RESOURCE_RESPONSE__INIT;   \
-                vals[i].error = b->errors[i] ? b->errors[i] : (char *)"";                          \
-                entries[i] = (P##NodeUnprepareResourcesResponse__ClaimsEntry)                      \
-                    M##NODE_UNPREPARE_RESOURCES_RESPONSE__CLAIMS_ENTRY__INIT;                      \
-                entries[i].key = b->uids[i];                                                       \
-                entries[i].value = &vals[i];                                                       \
-                eptrs[i] = &entries[i];                                                            \
-            }                                                                                      \
-            resp.n_claims = n;                                                                     \
-            resp.claims = eptrs;                                                                   \
-            if (rpc_call_reply(b->call, &resp.base) < 0)                                           \
-                log_warn("cannot send the NodeUnprepareResources answer");                         \
-        }                                                                                          \
-        free(vals);                                                                                \
-        free(eptrs);                                                                               \
-        free(entries);                                                                             \
-    } while (0)
-
-static void reply(struct batch *b)
+static void prepare_reply(struct batch *b)
 {
+    PrepareResponse resp =
+        K8S__IO__KUBELET__PKG__APIS__DRA__V1__NODE_PREPARE_RESOURCES_RESPONSE__INIT;
     size_t n = b->n;
-    if (b->prepare && b->api == API_V1)
-        PREPARE_REPLY(K8s__Io__Kubelet__Pkg__Apis__Dra__V1__,
-                      K8S__IO__KUBELET__PKG__APIS__DRA__V1__, fill_v1);
-    else if (b->prepare)
-        PREPARE_REPLY(K8s__Io__Kubelet__Pkg__Apis__Dra__V1beta1__,
-                      K8S__IO__KUBELET__PKG__APIS__DRA__V1BETA1__, fill_v1beta1);
-    else if (b->api == API_V1)
-        UNPREPARE_REPLY(K8s__Io__Kubelet__Pkg__Apis__Dra__V1__,
-                        K8S__IO__KUBELET__PKG__APIS__DRA__V1__);
-    else
-        UNPREPARE_REPLY(K8s__Io__Kubelet__Pkg__Apis__Dra__V1beta1__,
-                        K8S__IO__KUBELET__PKG__APIS__DRA__V1BETA1__);
+    PrepareEntry *entries = calloc(n ? n : 1, sizeof(*entries));
+    PrepareEntry **eptrs = calloc(n ? n : 1, sizeof(*eptrs));
+    PrepareAnswer *vals = calloc(n ? n : 1, sizeof(*vals));
+    bool ok = entries && eptrs && vals;
+
+    for (size_t i = 0; ok && i < n; i++) {
+        vals[i] = (PrepareAnswer)
+            K8S__IO__KUBELET__PKG__APIS__DRA__V1__NODE_PREPARE_RESOURCE_RESPONSE__INIT;
+        vals[i].error = b->errors[i] ? b->errors[i] : (char *)"";
+        ok = answer_devices(b, i, &vals[i].devices, &vals[i].n_devices) == 0;
+        entries[i] = (PrepareEntry)
+            K8S__IO__KUBELET__PKG__APIS__DRA__V1__NODE_PREPARE_RESOURCES_RESPONSE__CLAIMS_ENTRY__INIT;
+        entries[i].key = b->uids[i];
+        entries[i].value = &vals[i];
+        eptrs[i] = &entries[i];
+    }
+    resp.n_claims = n;
+    resp.claims = eptrs;
+    if (!ok)
+        rpc_call_finish(b->call, RPC_INTERNAL, "out of memory");
+    else if (rpc_call_reply(b->call, &resp.base) < 0)
+        log_warn("cannot send the NodePrepareResources answer");
+    for (size_t i = 0; vals && i < n; i++) {
+        for (size_t k = 0; k < vals[i].n_devices; k++)
+            device_free(vals[i].devices[k]);
+        free(vals[i].devices);
+    }
+    free(vals);
+    free(eptrs);
+    free(entries);
+}
+
+static void unprepare_reply(struct batch *b)
+{
+    UnprepareResponse resp =
+        K8S__IO__KUBELET__PKG__APIS__DRA__V1__NODE_UNPREPARE_RESOURCES_RESPONSE__INIT;
+    size_t n = b->n;
+    UnprepareEntry *entries = calloc(n ? n : 1, sizeof(*entries));
+    UnprepareEntry **eptrs = calloc(n ? n : 1, sizeof(*eptrs));
+    UnprepareAnswer *vals = calloc(n ? n : 1, sizeof(*vals));
+
+    if (!entries || !eptrs || !vals) {
+        rpc_call_finish(b->call, RPC_INTERNAL, "out of memory");
+    } else {
+        for (size_t i = 0; i < n; i++) {
+            vals[i] = (UnprepareAnswer)
+                K8S__IO__KUBELET__PKG__APIS__DRA__V1__NODE_UNPREPARE_RESOURCE_RESPONSE__INIT;
+            vals[i].error = b->errors[i] ? b->errors[i] : (char *)"";
+            entries[i] = (UnprepareEntry)
+                K8S__IO__KUBELET__PKG__APIS__DRA__V1__NODE_UNPREPARE_RESOURCES_RESPONSE__CLAIMS_ENTRY__INIT;
+            entries[i].key = b->uids[i];
+            entries[i].value = &vals[i];
+            eptrs[i] = &entries[i];
+        }
+        resp.n_claims = n;
+        resp.claims = eptrs;
+        if (rpc_call_reply(b->call, &resp.base) < 0)
+            log_warn("cannot send the NodeUnprepareResources answer");
+    }
+    free(vals);
+    free(eptrs);
+    free(entries);
 }
 
 static void one_less(struct batch *b)
 {
     if (--b->pending > 0)
         return;
-    if (b->call)
-        reply(b);
+    if (b->call && b->prepare)
+        prepare_reply(b);
+    else if (b->call)
+        unprepare_reply(b);
     else
         log_info("the kubelet went away before the answer; claims were handled anyway", "claims",
                  LOG_INT(b->n));
@@ -250,34 +254,19 @@ static void claim_done(const struct dra_claim_result *res, void *userdata)
 
 /* ---- requests ---- */
 
-/* The four request messages are {base, n_claims, claims} and both Claims {base, namespace_, uid,
- * name}: the handlers read them through the v1 prepare types. */
-#define SAME_FIELD(A, B, f) _Static_assert(offsetof(A, f) == offsetof(B, f), #A "." #f)
-SAME_FIELD(K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodePrepareResourcesRequest,
-           K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodeUnprepareResourcesRequest, claims);
-SAME_FIELD(K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodePrepareResourcesRequest,
-           K8s__Io__Kubelet__Pkg__Apis__Dra__V1beta1__NodePrepareResourcesRequest, claims);
-SAME_FIELD(K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodePrepareResourcesRequest,
-           K8s__Io__Kubelet__Pkg__Apis__Dra__V1beta1__NodeUnprepareResourcesRequest, claims);
-SAME_FIELD(K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodePrepareResourcesRequest,
-           K8s__Io__Kubelet__Pkg__Apis__Dra__V1beta1__NodeUnprepareResourcesRequest, n_claims);
-SAME_FIELD(ClaimV1, K8s__Io__Kubelet__Pkg__Apis__Dra__V1beta1__Claim, namespace_);
-SAME_FIELD(ClaimV1, K8s__Io__Kubelet__Pkg__Apis__Dra__V1beta1__Claim, uid);
-SAME_FIELD(ClaimV1, K8s__Io__Kubelet__Pkg__Apis__Dra__V1beta1__Claim, name);
+/* Both request messages are {base, n_claims, claims}: read them through the prepare type. */
+_Static_assert(offsetof(PrepareRequest, claims) == offsetof(UnprepareRequest, claims) &&
+                   offsetof(PrepareRequest, n_claims) == offsetof(UnprepareRequest, n_claims),
+               "NodePrepareResourcesRequest and NodeUnprepareResourcesRequest differ");
 
-/* What the handlers need of a Claim. */
-static const ClaimV1 *claim_at(const ProtobufCMessage *req, size_t i)
+static const Claim *claim_at(const ProtobufCMessage *req, size_t i)
 {
-    /* NodePrepareResourcesRequest and NodeUnprepareResourcesRequest of both versions are
-     * {base, n_claims, claims} with Claim {base, namespace_, uid, name}. */
-    const K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodePrepareResourcesRequest *r = (const void *)req;
-    return r->claims[i];
+    return ((const PrepareRequest *)req)->claims[i];
 }
 
 static size_t n_claims(const ProtobufCMessage *req)
 {
-    return ((const K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodePrepareResourcesRequest *)req)
-        ->n_claims;
+    return ((const PrepareRequest *)req)->n_claims;
 }
 
 /* A request the claims cannot be answered one by one for: the message for INVALID_ARGUMENT. */
@@ -285,7 +274,7 @@ static bool malformed(const ProtobufCMessage *req, char *msg, size_t len)
 {
     size_t n = n_claims(req);
     for (size_t i = 0; i < n; i++) {
-        const ClaimV1 *c = claim_at(req, i);
+        const Claim *c = claim_at(req, i);
         if (!c || !c->uid || !c->uid[0]) {
             snprintf(msg, len, "claim #%zu: uid is required", i);
             return true;
@@ -339,7 +328,7 @@ static void handle(struct rpc_call *call, const ProtobufCMessage *req, struct dr
     rpc_call_on_cancel(call, on_cancel, b);
     log_debug(1, "DRA request", "path", rpc_call_path(call), "claims", LOG_INT(n));
     for (size_t i = 0; i < n; i++) {
-        const ClaimV1 *c = claim_at(req, i);
+        const Claim *c = claim_at(req, i);
         struct slot *s = calloc(1, sizeof(*s));
         b->uids[i] = strdup(c->uid);
         if (!s || !b->uids[i]) {
@@ -388,13 +377,14 @@ int dra_service_add(struct rpc_server *srv, struct dra_preparer *p)
          &k8s__io__kubelet__pkg__apis__dra__v1__node_unprepare_resources_request__descriptor,
          &k8s__io__kubelet__pkg__apis__dra__v1__node_unprepare_resources_response__descriptor,
          false, on_unprepare_v1, p},
+        /* v1beta1 on the wire is v1 without share_id (see the top of this file) */
         {V1BETA1 "NodePrepareResources",
-         &k8s__io__kubelet__pkg__apis__dra__v1beta1__node_prepare_resources_request__descriptor,
-         &k8s__io__kubelet__pkg__apis__dra__v1beta1__node_prepare_resources_response__descriptor,
-         false, on_prepare_v1beta1, p},
+         &k8s__io__kubelet__pkg__apis__dra__v1__node_prepare_resources_request__descriptor,
+         &k8s__io__kubelet__pkg__apis__dra__v1__node_prepare_resources_response__descriptor, false,
+         on_prepare_v1beta1, p},
         {V1BETA1 "NodeUnprepareResources",
-         &k8s__io__kubelet__pkg__apis__dra__v1beta1__node_unprepare_resources_request__descriptor,
-         &k8s__io__kubelet__pkg__apis__dra__v1beta1__node_unprepare_resources_response__descriptor,
+         &k8s__io__kubelet__pkg__apis__dra__v1__node_unprepare_resources_request__descriptor,
+         &k8s__io__kubelet__pkg__apis__dra__v1__node_unprepare_resources_response__descriptor,
          false, on_unprepare_v1beta1, p},
     };
     for (size_t i = 0; i < ARRAY_SIZE(methods); i++) {
