@@ -7,7 +7,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -20,6 +19,7 @@
 #include <cmocka.h>
 
 #include "base-file.h"
+#include "test-tmpdir.h"
 
 struct tmpdir {
     char path[64];
@@ -40,18 +40,13 @@ static int setup(void **state)
     return 0;
 }
 
-static int remove_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
-{
-    return remove(path);
-}
-
 static int teardown(void **state)
 {
     struct tmpdir *t = *state;
     int r;
 
     /* Depth first, so each directory is empty when its turn comes. */
-    r = nftw(t->path, remove_one, 16, FTW_DEPTH | FTW_PHYS);
+    r = test_tmpdir_remove(t->path);
     free(t);
     return r == 0 ? 0 : -1;
 }

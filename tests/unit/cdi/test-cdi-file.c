@@ -5,7 +5,6 @@
  * idempotent removal. Each test works in its own temporary directory.
  */
 #include <dirent.h>
-#include <ftw.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,11 +16,7 @@
 #include <cmocka.h>
 
 #include "cdi.h"
-
-static int remove_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
-{
-    return remove(path);
-}
+#include "test-tmpdir.h"
 
 static int setup(void **state)
 {
@@ -36,7 +31,7 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-    int r = nftw(*state, remove_one, 16, FTW_DEPTH | FTW_PHYS);
+    int r = test_tmpdir_remove(*state);
     free(*state);
     return r == 0 ? 0 : -1;
 }

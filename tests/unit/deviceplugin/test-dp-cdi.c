@@ -8,12 +8,12 @@
  * wanted; no specs without a CDI strategy.
  */
 #include <dirent.h>
-#include <ftw.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "cdi.h"
 #include "dp-test-gpu.h"
+#include "test-tmpdir.h"
 
 #define CDI_CRI "flags:\n  plugin:\n    deviceListStrategy: [cdi-annotations, cdi-cri]\n"
 
@@ -24,11 +24,6 @@ struct fixture {
     struct node *n;
     struct dp_cdi cdi;
 };
-
-static int remove_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
-{
-    return remove(path);
-}
 
 static void make_file(const char *root, const char *rel)
 {
@@ -77,7 +72,7 @@ static void teardown(struct fixture *f)
 {
     dp_cdi_release(&f->cdi);
     node_free(f->n);
-    assert_int_equal(nftw(f->dir, remove_one, 16, FTW_DEPTH | FTW_PHYS), 0);
+    assert_int_equal(test_tmpdir_remove(f->dir), 0);
     free(f);
 }
 

@@ -11,7 +11,6 @@
  * tests/integration/test_dra_cdi_schema.py to check against the CDI JSON schema.
  */
 #include <errno.h>
-#include <ftw.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -25,6 +24,7 @@
 #include <cmocka.h>
 
 #include "dra-claim.h"
+#include "test-tmpdir.h"
 
 #define UID "dab5ab50-d59a-42a6-af16-cfd4628c0f7a"
 #define UID2 "0d1c2a3b-0000-4000-8000-000000000000"
@@ -70,18 +70,13 @@ static int setup(void **state)
     return 0;
 }
 
-static int remove_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
-{
-    return remove(path);
-}
-
 static int teardown(void **state)
 {
     struct fixture *f = *state;
     nvcdi_free(f->nv);
     gpu_inventory_free(f->inv);
     gpu_nvml_close(f->nvml);
-    int r = nftw(f->dir, remove_one, 16, FTW_DEPTH | FTW_PHYS);
+    int r = test_tmpdir_remove(f->dir);
     free(f);
     return r == 0 ? 0 : -1;
 }

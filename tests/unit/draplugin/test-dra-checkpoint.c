@@ -9,7 +9,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -24,6 +23,7 @@
 #include <cmocka.h>
 
 #include "dra-checkpoint.h"
+#include "test-tmpdir.h"
 
 #define UID_A "0b5ee7b2-7c52-4a8a-9e0f-1f2d3c4b5a69"
 #define UID_B "c3d14e5f-6a7b-4c8d-9e0f-a1b2c3d4e5f6"
@@ -50,18 +50,13 @@ static int setup(void **state)
     return 0;
 }
 
-static int remove_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
-{
-    return remove(path);
-}
-
 static int teardown(void **state)
 {
     struct fixture *f = *state;
     int r;
 
     chmod(f->dir, 0700);
-    r = nftw(f->dir, remove_one, 16, FTW_DEPTH | FTW_PHYS);
+    r = test_tmpdir_remove(f->dir);
     free(f->path);
     free(f);
     return r == 0 ? 0 : -1;

@@ -7,7 +7,6 @@
  * temporary directory.
  */
 #include <errno.h>
-#include <ftw.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -20,6 +19,7 @@
 #include <cmocka.h>
 
 #include "kube-internal.h"
+#include "test-tmpdir.h"
 
 /* "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n" in base64 */
 #define PEM_B64 "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUIKLS0tLS1FTkQgQ0VSVElGSUNBVEUtLS0tLQo="
@@ -27,11 +27,6 @@
 #define SECRET "s3cr3t-t0ken-value"
 
 static char dir[64];
-
-static int remove_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
-{
-    return remove(path);
-}
 
 static void write_file(const char *name, const char *text)
 {
@@ -61,7 +56,7 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-    return nftw(dir, remove_one, 8, FTW_DEPTH | FTW_PHYS);
+    return test_tmpdir_remove(dir);
 }
 
 /* A kubeconfig with one context "c" -> cluster "k", user "u". */

@@ -6,7 +6,6 @@
  * nodes (MIG capabilities from mig-minors), the shared edits and hooks, and every refusal (bad
  * roots, no libraries, missing nodes or capability minors).
  */
-#include <ftw.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,6 +17,7 @@
 #include <cmocka.h>
 
 #include "nvcdi.h"
+#include "test-tmpdir.h"
 
 #define LIBDIR "/usr/lib/x86_64-linux-gnu"
 
@@ -109,15 +109,10 @@ static int setup(void **state)
     return 0;
 }
 
-static int remove_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
-{
-    return remove(path);
-}
-
 static int teardown(void **state)
 {
     struct fixture *f = *state;
-    int r = nftw(f->root, remove_one, 16, FTW_DEPTH | FTW_PHYS);
+    int r = test_tmpdir_remove(f->root);
     free(f);
     return r == 0 ? 0 : -1;
 }
