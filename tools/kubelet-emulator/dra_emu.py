@@ -38,6 +38,8 @@ import time
 
 import grpc
 
+from emu_wait import wait_on
+
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 
@@ -586,17 +588,7 @@ class DraKubelet:
     def wait_for(self, predicate, timeout=10.0, what=None):
         """Blocks until predicate() is true (re-checked on every event and every 50 ms); returns its
         value or raises TimeoutError."""
-        deadline = time.monotonic() + timeout
-        with self._cond:
-            while True:
-                value = predicate()
-                if value:
-                    return value
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise TimeoutError(f"dra-kubelet-emu: timed out after {timeout:g} s waiting for "
-                                       f"{what or getattr(predicate, '__name__', 'condition')}")
-                self._cond.wait(min(left, 0.05))
+        return wait_on(self._cond, predicate, timeout, what, "dra-kubelet-emu")
 
     def wait_registered(self, driver=None, timeout=10.0, since=0):
         """The current registration of driver (any driver when None) whose attempt has seq >= since

@@ -46,6 +46,8 @@ import time
 
 import grpc
 
+from emu_wait import wait_on
+
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 PROTO = "deviceplugin/v1beta1/api.proto"
@@ -679,17 +681,7 @@ class KubeletEmulator:
     def wait_for(self, predicate, timeout=10.0, what=None):
         """Blocks until predicate() is true (re-checked on every emulator event and every 50 ms);
         returns its value or raises TimeoutError after `timeout` seconds."""
-        deadline = time.monotonic() + timeout
-        with self._cond:
-            while True:
-                value = predicate()
-                if value:
-                    return value
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise TimeoutError(f"kubelet-emu: timed out after {timeout:g} s waiting for "
-                                       f"{what or getattr(predicate, '__name__', 'condition')}")
-                self._cond.wait(min(left, 0.05))
+        return wait_on(self._cond, predicate, timeout, what, "kubelet-emu")
 
     def wait_event(self, kind, resource=None, since=0, predicate=None, timeout=10.0):
         """First event of `kind` (and `resource`) with seq >= since for which predicate(event) holds."""
