@@ -37,7 +37,8 @@ enum {
     "      --feature-gates LIST    Kubernetes feature gates, e.g. DRAAdminAccess=false\n"          \
     "                              (defaults as in 1.35: DRAAdminAccess, DRAPrioritizedList on)\n" \
     "  -f, --filename FILE         an input file (repeatable; '-' reads stdin)\n"                  \
-    "      --budget N              give up after N search steps (default 1000000)\n"
+    "      --budget N              give up after N search steps per allocation (schedule: per\n"   \
+    "                              pod and node; default 1000000)\n"
 
 struct dalloccmd_input {
     const char *files[DALLOCCMD_MAX_FILES];
