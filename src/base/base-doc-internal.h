@@ -8,13 +8,42 @@
 #pragma once
 
 #include <jansson.h>
+#include <libfyaml.h>
 #include <stdbool.h>
 #include <stddef.h>
 
 #include "base-doc.h"
 #include "base-vec.h"
 
-struct fy_event;
+/* libfyaml's functions, resolved while a parse holds the library (base-doc-fy.c). */
+struct doc_fy {
+    typeof(fy_diag_cfg_default) *diag_cfg_default;
+    typeof(fy_diag_create) *diag_create;
+    typeof(fy_diag_destroy) *diag_destroy;
+    typeof(fy_diag_errors_iterate) *diag_errors_iterate;
+    typeof(fy_diag_set_collect_errors) *diag_set_collect_errors;
+    typeof(fy_event_get_anchor_token) *event_get_anchor_token;
+    typeof(fy_event_get_tag_token) *event_get_tag_token;
+    typeof(fy_event_get_token) *event_get_token;
+    typeof(fy_event_start_mark) *event_start_mark;
+    typeof(fy_parser_create) *parser_create;
+    typeof(fy_parser_destroy) *parser_destroy;
+    typeof(fy_parser_event_free) *parser_event_free;
+    typeof(fy_parser_get_stream_error) *parser_get_stream_error;
+    typeof(fy_parser_parse) *parser_parse;
+    typeof(fy_parser_set_string) *parser_set_string;
+    typeof(fy_token_get_text) *token_get_text;
+    typeof(fy_token_scalar_style) *token_scalar_style;
+};
+extern struct doc_fy doc_fy;
+
+/* Maps libfyaml for one parse; d names the package when it is missing. */
+_wur_ int doc_fy_acquire(struct diag *d);
+/* Ends a parse: the library is unmapped when no parse holds it. */
+void doc_fy_release(void);
+/* Keeps the library mapped for good (a parser that cannot be destroyed still points into it). */
+void doc_fy_pin(void);
+bool doc_fy_loaded(void);
 
 /* One remembered position: of a value (key NULL) or of key within the mapping ptr. */
 struct pos_entry {

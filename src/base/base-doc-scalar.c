@@ -207,29 +207,29 @@ int doc_scalar_resolve(const struct doc *doc, struct diag *d, struct fy_event *e
                        int col, json_t **ret)
 {
     const struct at at = {.doc = doc, .d = d, .line = line, .col = col};
-    struct fy_token *t = fy_event_get_token(ev);
-    struct fy_token *tag = fy_event_get_tag_token(ev);
+    struct fy_token *t = doc_fy.event_get_token(ev);
+    struct fy_token *tag = doc_fy.event_get_tag_token(ev);
     const char *s = "", *tg = NULL;
     size_t n = 0, tn = 0, pre = strlen(YAML_TAG);
     json_t *v = NULL;
     int r;
 
     if (t) {
-        s = fy_token_get_text(t, &n);
+        s = doc_fy.token_get_text(t, &n);
         if (!s)
             return -ENOMEM;
         /* Only a double-quoted "\0" makes a NUL (the input has none); libfyaml 0.7.12 sometimes
          * miscounts a malformed block scalar and hands out bytes past its text. */
-        if ((fy_token_scalar_style(t) != FYSS_DOUBLE_QUOTED && memchr(s, '\0', n)) ||
+        if ((doc_fy.token_scalar_style(t) != FYSS_DOUBLE_QUOTED && memchr(s, '\0', n)) ||
             !utf8_valid(s, n))
             return fail(&at, -EINVAL, "malformed scalar");
     }
     if (tag)
-        tg = fy_token_get_text(tag, &tn);
+        tg = doc_fy.token_get_text(tag, &tn);
     /* "!", local tags and !!str: the text is a string. Quoted or block text without a tag too. */
     if ((tg && !(tn > pre && memcmp(tg, YAML_TAG, pre) == 0)) ||
         (tg && tn == pre + 3 && memcmp(tg + pre, "str", 3) == 0) ||
-        (!tg && t && fy_token_scalar_style(t) != FYSS_PLAIN)) {
+        (!tg && t && doc_fy.token_scalar_style(t) != FYSS_PLAIN)) {
         /* The input was checked to be UTF-8 and libfyaml's escapes produce UTF-8. */
         *ret = json_stringn_nocheck(s, n);
         return *ret ? 0 : -ENOMEM;

@@ -211,7 +211,7 @@ fail:
 /* An event's 1-based position; 0 for events without one (an implicit empty value). */
 static void mark_of(struct fy_event *ev, int *ret_line, int *ret_col)
 {
-    const struct fy_mark *m = fy_event_start_mark(ev);
+    const struct fy_mark *m = doc_fy.event_start_mark(ev);
 
     *ret_line = m && m->line >= 0 ? m->line + 1 : 0;
     *ret_col = m && m->column >= 0 ? m->column + 1 : 0;
@@ -219,14 +219,14 @@ static void mark_of(struct fy_event *ev, int *ret_line, int *ret_col)
 
 static int take_anchor(struct fy_event *ev, char **ret)
 {
-    struct fy_token *t = fy_event_get_anchor_token(ev);
+    struct fy_token *t = doc_fy.event_get_anchor_token(ev);
     const char *s;
     size_t n;
 
     *ret = NULL;
     if (!t)
         return 0;
-    s = fy_token_get_text(t, &n);
+    s = doc_fy.token_get_text(t, &n);
     if (!s)
         return -ENOMEM;
     *ret = strndup(s, n);
@@ -267,7 +267,7 @@ static int on_end(struct builder *b)
 
 static int on_alias(struct builder *b, struct fy_event *ev, int line, int col)
 {
-    struct fy_token *t = fy_event_get_token(ev);
+    struct fy_token *t = doc_fy.event_get_token(ev);
     const struct anchor *a;
     const char *s;
     size_t n;
@@ -275,7 +275,7 @@ static int on_alias(struct builder *b, struct fy_event *ev, int line, int col)
     /* libfyaml marks the name; point at the '*' before it. */
     if (col > 1)
         col--;
-    s = t ? fy_token_get_text(t, &n) : NULL;
+    s = t ? doc_fy.token_get_text(t, &n) : NULL;
     if (!s)
         return -ENOMEM;
     a = anchor_find(b, s, n);
@@ -335,12 +335,21 @@ static int on_event(struct builder *b, struct fy_event *ev)
 
 /* ---- loading ---- */
 
-static void fy_diag_quiet(struct fy_diag *diag, void *user, const char *buf, size_t len)
+static void diag_quiet(struct fy_diag *diag, void *user, const char *buf, size_t len)
 {
 }
 
-DEFINE_POINTER_CLEANUP(struct fy_diag, fy_diag_destroy)
-DEFINE_POINTER_CLEANUP(struct fy_parser, fy_parser_destroy)
+static void fy_diag_destroyp(struct fy_diag **p)
+{
+    if (*p)
+        doc_fy.diag_destroy(*p);
+}
+
+static void fy_parser_destroyp(struct fy_parser **p)
+{
+    if (*p)
+        doc_fy.parser_destroy(*p);
+}
 
 /* libfyaml 0.7.12 corrupts its indentation stack on one error path (a tab before a block indicator
  * in a mapping nested in an explicit key, e.g. "? x:\t>"), and fy_parser_destroy() then crashes.
@@ -358,10 +367,12 @@ static bool error_corrupts_parser(const struct fy_diag_error *e)
 static int syntax_error(struct builder *b, struct fy_diag *diag, struct fy_parser **parser)
 {
     void *iter = NULL;
-    struct fy_diag_error *e = fy_diag_errors_iterate(diag, &iter);
+    struct fy_diag_error *e = doc_fy.diag_errors_iterate(diag, &iter);
 
-    if (error_corrupts_parser(e))
+    if (error_corrupts_parser(e)) {
+        doc_fy_pin();
         atomic_exchange(&parked_parser, TAKE_PTR(*parser));
+    }
     if (!e)
         return diag_fail(b->d, -EINVAL, "%s: invalid YAML", b->doc->name);
     /* libfyaml's collected positions are already 1-based. */
@@ -394,8 +405,8 @@ static int check_utf8(struct doc *doc, const char *text, size_t len, struct diag
     return 0;
 }
 
-static int doc_parse(struct doc *doc, const char *text, size_t len, size_t max_nodes,
-                     bool positions, struct diag *d)
+static int doc_parse_events(struct doc *doc, const char *text, size_t len, size_t max_nodes,
+                            bool positions, struct diag *d)
 {
     _cleanup_(fy_diag_destroyp) struct fy_diag *diag = NULL;
     _cleanup_(fy_parser_destroyp) struct fy_parser *parser = NULL;
@@ -404,33 +415,46 @@ static int doc_parse(struct doc *doc, const char *text, size_t len, size_t max_n
     struct fy_parse_cfg pcfg = {.flags = FYPCF_QUIET};
     int r = 0;
 
-    fy_diag_cfg_default(&dcfg);
+    doc_fy.diag_cfg_default(&dcfg);
     dcfg.fp = NULL;
-    dcfg.output_fn = fy_diag_quiet;
+    dcfg.output_fn = diag_quiet;
     dcfg.colorize = false;
-    diag = fy_diag_create(&dcfg);
+    diag = doc_fy.diag_create(&dcfg);
     if (!diag)
         return -ENOMEM;
-    fy_diag_set_collect_errors(diag, true);
+    doc_fy.diag_set_collect_errors(diag, true);
     pcfg.diag = diag;
-    parser = fy_parser_create(&pcfg);
-    if (!parser || fy_parser_set_string(parser, text, len) < 0)
+    parser = doc_fy.parser_create(&pcfg);
+    if (!parser || doc_fy.parser_set_string(parser, text, len) < 0)
         return -ENOMEM;
     vec_init(&b.anchors, sizeof(struct anchor), 0);
     for (;;) {
-        struct fy_event *ev = fy_parser_parse(parser);
+        struct fy_event *ev = doc_fy.parser_parse(parser);
 
         if (!ev) {
-            if (fy_parser_get_stream_error(parser))
+            if (doc_fy.parser_get_stream_error(parser))
                 r = syntax_error(&b, diag, &parser);
             break;
         }
         r = on_event(&b, ev);
-        fy_parser_event_free(parser, ev);
+        doc_fy.parser_event_free(parser, ev);
         if (r < 0)
             break;
     }
     builder_release(&b);
+    return r;
+}
+
+/* The library is held around the parse only; the parser and its diagnostics are gone before it is
+ * released. */
+static int doc_parse(struct doc *doc, const char *text, size_t len, size_t max_nodes,
+                     bool positions, struct diag *d)
+{
+    int r = doc_fy_acquire(d);
+    if (r < 0)
+        return r;
+    r = doc_parse_events(doc, text, len, max_nodes, positions, d);
+    doc_fy_release();
     return r;
 }
 

@@ -11,6 +11,7 @@
  * compiled on the first evaluation and reused for the lifetime of the program. The per-match
  * scratch (match data) is per thread, allocated once and freed when the thread exits, so a cached
  * match allocates nothing.
+ * PCRE2 is loaded at the first compile (base-dlib.h): only the commands that evaluate a pattern map it.
  * Errors: an invalid pattern is an evaluation error (CEL_ERR_INVALID_ARGUMENT); a literal one is
  * also reported at compile time by cel_regex_check().
  */
@@ -20,9 +21,41 @@
 #include <pthread.h>
 #include <string.h>
 
+#include "base-dlib.h"
 #include "cel-ast.h"
 #include "cel-lib-ext.h"
 #include "cel-lib.h"
+
+static struct {
+    typeof(pcre2_code_free) *code_free;
+    typeof(pcre2_compile) *compile;
+    typeof(pcre2_get_error_message) *get_error_message;
+    typeof(pcre2_get_ovector_pointer) *get_ovector_pointer;
+    typeof(pcre2_jit_compile) *jit_compile;
+    typeof(pcre2_match) *match;
+    typeof(pcre2_match_context_create) *match_context_create;
+    typeof(pcre2_match_data_create) *match_data_create;
+    typeof(pcre2_match_data_free) *match_data_free;
+    typeof(pcre2_set_depth_limit) *set_depth_limit;
+    typeof(pcre2_set_match_limit) *set_match_limit;
+} pcre;
+
+static const struct dlib_sym pcre_syms[] = {
+    DLIB_SYM(pcre.code_free, pcre2_code_free),
+    DLIB_SYM(pcre.compile, pcre2_compile),
+    DLIB_SYM(pcre.get_error_message, pcre2_get_error_message),
+    DLIB_SYM(pcre.get_ovector_pointer, pcre2_get_ovector_pointer),
+    DLIB_SYM(pcre.jit_compile, pcre2_jit_compile),
+    DLIB_SYM(pcre.match, pcre2_match),
+    DLIB_SYM(pcre.match_context_create, pcre2_match_context_create),
+    DLIB_SYM(pcre.match_data_create, pcre2_match_data_create),
+    DLIB_SYM(pcre.match_data_free, pcre2_match_data_free),
+    DLIB_SYM(pcre.set_depth_limit, pcre2_set_depth_limit),
+    DLIB_SYM(pcre.set_match_limit, pcre2_set_match_limit),
+};
+
+/* Loaded once and kept: compiled patterns live as long as the programs that cache them. */
+static struct dlib pcre_lib = DLIB_INIT("libpcre2-8.so.0", "libpcre2-8-0", pcre_syms, false);
 
 /* Backtracking budget per match: far above what a linear-time RE2 pattern needs on selector-sized
  * input, small enough that a catastrophic pattern fails within milliseconds. */
@@ -41,7 +74,8 @@ void cel_regex_free(struct cel_regex *re)
 {
     if (!re)
         return;
-    pcre2_code_free(re->code);
+    if (re->code)
+        pcre.code_free(re->code);
     free(re->pattern);
     free(re);
 }
@@ -62,10 +96,13 @@ int cel_regex_compile(const char *pat, size_t n, struct cel_regex **ret, struct 
     r = cel_re2_translate(pat, n, &tr, d);
     if (r < 0)
         return r;
+    r = dlib_pin(&pcre_lib, d);
+    if (r < 0)
+        return r;
     re = calloc(1, sizeof(*re));
     if (!re)
         return diag_fail(d, -ENOMEM, "out of memory");
-    re->code = pcre2_compile((PCRE2_SPTR)strbuf_str(&tr), tr.len,
+    re->code = pcre.compile((PCRE2_SPTR)strbuf_str(&tr), tr.len,
                              PCRE2_UTF | PCRE2_NO_UTF_CHECK | PCRE2_DOLLAR_ENDONLY |
                                  PCRE2_NEVER_BACKSLASH_C | PCRE2_NEVER_UCP,
                              &err, &erroff, NULL);
@@ -74,13 +111,13 @@ int cel_regex_compile(const char *pat, size_t n, struct cel_regex **ret, struct 
         if (re->code)
             err = PCRE2_ERROR_NOMEMORY;
         cel_regex_free(re);
-        pcre2_get_error_message(err, msg, sizeof(msg));
+        pcre.get_error_message(err, msg, sizeof(msg));
         return diag_fail(d, -EINVAL, "invalid RE2 pattern: %s", (const char *)msg);
     }
     memcpy(re->pattern, pat, n);
     re->pattern[n] = '\0';
     re->len = n;
-    (void)pcre2_jit_compile(re->code, PCRE2_JIT_COMPLETE); /* the interpreter is the fallback */
+    (void)pcre.jit_compile(re->code, PCRE2_JIT_COMPLETE); /* the interpreter is the fallback */
     *ret = re;
     return 0;
 }
@@ -95,16 +132,16 @@ static bool md_key_ok;
 
 static void md_free(void *md)
 {
-    pcre2_match_data_free(md);
+    pcre.match_data_free(md);
 }
 
 static void mctx_init(void)
 {
     md_key_ok = pthread_key_create(&md_key, md_free) == 0;
-    mctx = pcre2_match_context_create(NULL);
+    mctx = pcre.match_context_create(NULL);
     if (mctx) {
-        pcre2_set_match_limit(mctx, CEL_RE_MATCH_LIMIT);
-        pcre2_set_depth_limit(mctx, CEL_RE_DEPTH_LIMIT);
+        pcre.set_match_limit(mctx, CEL_RE_MATCH_LIMIT);
+        pcre.set_depth_limit(mctx, CEL_RE_DEPTH_LIMIT);
     }
 }
 
@@ -115,9 +152,9 @@ static pcre2_match_data *thread_match_data(void)
 
     if (md)
         return md;
-    md = pcre2_match_data_create(1, NULL);
+    md = pcre.match_data_create(1, NULL);
     if (md && pthread_setspecific(md_key, md) != 0) {
-        pcre2_match_data_free(md);
+        pcre.match_data_free(md);
         md = NULL;
     }
     return md;
@@ -137,12 +174,12 @@ int cel_regex_search(const struct cel_regex *re, const char *s, size_t n, size_t
     pthread_once(&mctx_once, mctx_init);
     if (!mctx || !md_key_ok || !(md = thread_match_data()))
         return PCRE2_ERROR_NOMEMORY;
-    rc = pcre2_match(re->code, (PCRE2_SPTR)s, n, start, PCRE2_NO_UTF_CHECK, md, mctx);
+    rc = pcre.match(re->code, (PCRE2_SPTR)s, n, start, PCRE2_NO_UTF_CHECK, md, mctx);
     if (rc == PCRE2_ERROR_NOMATCH)
         return 0;
     if (rc < 0)
         return rc;
-    ov = pcre2_get_ovector_pointer(md);
+    ov = pcre.get_ovector_pointer(md);
     *ret_begin = ov[0];
     *ret_end = ov[1];
     return 1;
@@ -158,7 +195,7 @@ static struct cel_value match_error(struct cel_eval_ctx *ctx, int rc)
         rc == PCRE2_ERROR_JIT_STACKLIMIT)
         return cel_ctx_error(ctx, CEL_ERR_INVALID_ARGUMENT,
                              "regular expression match limit exceeded");
-    pcre2_get_error_message(rc, msg, sizeof(msg));
+    pcre.get_error_message(rc, msg, sizeof(msg));
     return cel_ctx_error(ctx, CEL_ERR_GENERIC, "regular expression match failed: %s",
                          (const char *)msg);
 }
