@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Optional shared libraries loaded at first use. A daemon maps only the libraries its job needs: the
- * device plugin never touches TLS, YAML or regular expressions, so it must not pay for them. A module
- * that calls such a library declares a struct dlib naming the library, the Debian package that ships
- * it, and a table of the symbols it calls (pointers typed after the library's own header, so a call
- * through them is checked by the compiler as a direct call would be).
+ * Optional shared libraries loaded at first use. A daemon maps only the libraries its job needs:
+ * the device plugin never touches TLS, YAML or regular expressions, so it must not pay for them. A
+ * module that calls such a library declares a struct dlib naming the library, the Debian package
+ * that ships it, and a table of the symbols it calls (pointers typed after the library's own
+ * header, so a call through them is checked by the compiler as a direct call would be).
  *
  * dlib_acquire() loads the library and resolves every symbol the first time; dlib_release() drops a
- * reference and, for a library marked unloadable, unmaps it when the last user is gone. Thread-safe.
+ * reference and, for a library marked unloadable, unmaps it when the last user is gone.
+ * Thread-safe.
  */
 #pragma once
 
@@ -17,7 +18,8 @@
 #include "base-diag.h"
 #include "base-macro.h"
 
-/* The symbol's real name after macro expansion: pcre2_compile is pcre2_compile_8 in the 8-bit API. */
+/* The symbol's real name after macro expansion: pcre2_compile is pcre2_compile_8 in the 8-bit API.
+ */
 #define DLIB_NAME_(x) #x
 #define DLIB_NAME(x) DLIB_NAME_(x)
 /* One row of a symbol table: DLIB_SYM(pcre.compile, pcre2_compile). */

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * libfyaml, mapped only while a YAML document is being parsed. Every document becomes jansson values
- * at once, so nothing of libfyaml is needed afterwards: a daemon that read its config file at start
- * does not keep the parser's 450 KiB of pages for the rest of its life. The one exception is a parser
- * that had to be parked (see base-doc.c): it pins the library for good.
+ * libfyaml, mapped only while a YAML document is being parsed. Every document becomes jansson
+ * values at once, so nothing of libfyaml is needed afterwards: a daemon that read its config file
+ * at start does not keep the parser's 450 KiB of pages for the rest of its life. The one exception
+ * is a parser that had to be parked (see base-doc.c): it pins the library for good.
  */
 #include "base-dlib.h"
 #include "base-doc-internal.h"

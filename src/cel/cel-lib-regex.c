@@ -11,9 +11,9 @@
  * compiled on the first evaluation and reused for the lifetime of the program. The per-match
  * scratch (match data) is per thread, allocated once and freed when the thread exits, so a cached
  * match allocates nothing.
- * PCRE2 is loaded at the first compile (base-dlib.h): only the commands that evaluate a pattern map it.
- * Errors: an invalid pattern is an evaluation error (CEL_ERR_INVALID_ARGUMENT); a literal one is
- * also reported at compile time by cel_regex_check().
+ * PCRE2 is loaded at the first compile (base-dlib.h): only the commands that evaluate a pattern map
+ * it. Errors: an invalid pattern is an evaluation error (CEL_ERR_INVALID_ARGUMENT); a literal one
+ * is also reported at compile time by cel_regex_check().
  */
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <errno.h>
@@ -103,9 +103,9 @@ int cel_regex_compile(const char *pat, size_t n, struct cel_regex **ret, struct 
     if (!re)
         return diag_fail(d, -ENOMEM, "out of memory");
     re->code = pcre.compile((PCRE2_SPTR)strbuf_str(&tr), tr.len,
-                             PCRE2_UTF | PCRE2_NO_UTF_CHECK | PCRE2_DOLLAR_ENDONLY |
-                                 PCRE2_NEVER_BACKSLASH_C | PCRE2_NEVER_UCP,
-                             &err, &erroff, NULL);
+                            PCRE2_UTF | PCRE2_NO_UTF_CHECK | PCRE2_DOLLAR_ENDONLY |
+                                PCRE2_NEVER_BACKSLASH_C | PCRE2_NEVER_UCP,
+                            &err, &erroff, NULL);
     re->pattern = malloc(n + 1);
     if (!re->code || !re->pattern) {
         if (re->code)
