@@ -13,6 +13,8 @@
  * through the tracker, and any change is sent to the ListAndWatch streams from the same callback.
  * Probes (an inventory read, which can block on a sick GPU) run on a worker; a probe that finds a
  * device the running inventory could not name triggers a full re-read there and a rebuild.
+ * With --mock the simulated node's driver root (nvcdi_mock_root_new) stands in for the default
+ * "/" in every configuration, the one at start and each reloaded one, and goes when we exit.
  */
 #include <errno.h>
 #include <libgen.h>
@@ -24,6 +26,7 @@
 #include "cdi.h"
 #include "dp-internal.h"
 #include "gpu-nvml-abi.h"
+#include "nvcdi.h"
 
 #define DEFAULT_DIR "/var/lib/kubelet/device-plugins"
 #define MIG_MINORS "/proc/driver/nvidia-caps/mig-minors"
@@ -31,6 +34,8 @@
 #define SHUTDOWN_GRACE_MS 2000
 /* The longest single NVML event wait, so that SIGTERM and SIGHUP never wait long for the thread. */
 #define MAX_WAIT_MS 500
+/* dp_config_init's hook path, which a mock driver root replaces with its stub. */
+#define DEFAULT_HOOK_PATH "/usr/bin/nvidia-ctk"
 
 struct daemon {
     struct dp_config cfg;
@@ -49,7 +54,8 @@ struct daemon {
     bool rescanning;
     bool stopping; /* graceful stop under way: no more rebuilds */
     size_t closing;
-    char *cdi_dir; /* where our CDI specs were written, NULL when none were */
+    char *cdi_dir;                /* where our CDI specs were written, NULL when none were */
+    struct nvcdi_mock_root *mock; /* --mock: the simulated node's driver root */
 
     /* what a build makes */
     struct gpu_inventory *inv;
@@ -517,6 +523,31 @@ static void on_watch(enum dp_watch_what what, const char *name, void *userdata)
     }
 }
 
+/* ---- the simulated node ---- */
+
+static int replace_str(char **field, const char *value)
+{
+    char *copy = strdup(value);
+    if (!copy)
+        return -ENOMEM;
+    free(*field);
+    *field = copy;
+    return 0;
+}
+
+/* cfg's default driver root and hook path become the mock root's (--mock only). */
+static int use_mock_root(const struct daemon *dm, struct dp_config *cfg, struct diag *d)
+{
+    int r = 0;
+    if (!dm->mock)
+        return 0;
+    if (strcmp(cfg->driver_root, "/") == 0)
+        r = replace_str(&cfg->driver_root, dm->mock->path);
+    if (r >= 0 && dm->mock->ctk && strcmp(cfg->nvidia_cdi_hook_path, DEFAULT_HOOK_PATH) == 0)
+        r = replace_str(&cfg->nvidia_cdi_hook_path, dm->mock->ctk);
+    return r < 0 ? diag_fail(d, r, "out of memory") : 0;
+}
+
 /* ---- signals ---- */
 
 static int setup_dir(struct daemon *dm);
@@ -566,6 +597,8 @@ static void on_reload(void *userdata)
     int r = dp_config_init(&next);
     if (r >= 0)
         r = dp_config_parse_args(dm->argc, dm->argv, &next, &d);
+    if (r >= 0)
+        r = use_mock_root(dm, &next, &d);
     if (r < 0) {
         log_error("SIGHUP: keeping the old configuration", "error",
                   d.msg[0] ? d.msg : strerror(-r));
@@ -695,6 +728,27 @@ static int open_nvml(struct daemon *dm)
     return 0;
 }
 
+/* With --mock, the simulated node's driver root; the configuration uses it unless it names a
+ * root of its own. */
+static int open_mock_root(struct daemon *dm, struct diag *d)
+{
+    struct gpu_inventory *inv = NULL;
+    const struct gpu_read_options opts = {.skip_topology = true};
+    if (!dm->cfg.common.mock || !dm->nvml)
+        return 0;
+    int r = gpu_inventory_read(dm->nvml, &opts, d, &inv);
+    if (r >= 0)
+        r = nvcdi_mock_root_new(inv, cli_common_nvml_lib(&dm->cfg.common), d, &dm->mock);
+    gpu_inventory_free(inv);
+    if (r >= 0)
+        r = use_mock_root(dm, &dm->cfg, d);
+    if (r >= 0)
+        log_info("the simulated node's driver root", "path", dm->mock->path, "made",
+                 dm->mock->made ? "true" : "false", "device_nodes",
+                 dm->mock->char_devices ? "character devices" : "regular files");
+    return r;
+}
+
 static int start(struct daemon *dm)
 {
     struct diag d;
@@ -709,7 +763,9 @@ static int start(struct daemon *dm)
     r = open_nvml(dm);
     if (r < 0 || !dm->nvml)
         return r;
-    r = build(dm, &d);
+    r = open_mock_root(dm, &d);
+    if (r >= 0)
+        r = build(dm, &d);
     if (r < 0)
         log_error("cannot start the device plugin", "error", d.msg[0] ? d.msg : strerror(-r));
     return r;
@@ -725,6 +781,7 @@ static void cleanup(struct daemon *dm)
     free(dm->dir);
     free(dm->topo);
     free(dm->cdi_dir);
+    dm->mock = nvcdi_mock_root_free(dm->mock);
     dp_config_release(&dm->cfg);
 }
 

@@ -13,7 +13,7 @@
  *
  * SIGTERM/SIGINT: claims in flight stop at their next step (what they wrote is consistent: the
  * checkpoint and the CDI specs stay), the sockets go, the slices stay (the kubelet removes them
- * when no driver instance is left).
+ * when no driver instance is left), and a driver root made for --mock is removed.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -45,6 +45,7 @@ struct daemon {
     struct gpu_nvml *nvml;
     struct gpu_inventory *inv;
     struct nvcdi *nv;
+    struct nvcdi_mock_root *mock; /* --mock without a driver root: the simulated node's */
     struct kube_config *kcfg;
     struct kube_client *kube;
     struct dra_publisher *pub;
@@ -293,9 +294,26 @@ static bool serving(void *userdata)
 
 /* ---- start-up ---- */
 
+/* With --mock and no driver root, the simulated node's (removed in stop()). */
+static int open_mock_root(struct daemon *dm, struct nvcdi_options *nopts, struct diag *d)
+{
+    if (dm->o->driver_root)
+        return 0;
+    int r = nvcdi_mock_root_new(dm->inv, cli_common_nvml_lib(&dm->o->common), d, &dm->mock);
+    if (r < 0)
+        return r;
+    nopts->driver_root = dm->mock->path;
+    if (!nopts->hook_path)
+        nopts->hook_path = dm->mock->cdi_hook;
+    log_info("the simulated node's driver root", "path", dm->mock->path, "made",
+             dm->mock->made ? "true" : "false", "device_nodes",
+             dm->mock->char_devices ? "character devices" : "regular files");
+    return 0;
+}
+
 static int open_gpus(struct daemon *dm, struct diag *d)
 {
-    const struct nvcdi_options nopts = {
+    struct nvcdi_options nopts = {
         .kind = NVCDI_KIND_CLAIM,
         .driver_root = dm->o->driver_root,
         .dev_root = dm->o->dev_root,
@@ -304,6 +322,8 @@ static int open_gpus(struct daemon *dm, struct diag *d)
     int r = gpu_nvml_open(cli_common_nvml_lib(&dm->o->common), d, &dm->nvml);
     if (r >= 0)
         r = gpu_inventory_read(dm->nvml, NULL, d, &dm->inv);
+    if (r >= 0)
+        r = open_mock_root(dm, &nopts, d);
     if (r >= 0)
         r = nvcdi_new(dm->inv, &nopts, d, &dm->nv);
     if (r >= 0)
@@ -519,6 +539,7 @@ static void stop(struct daemon *dm)
     dm->prep = dra_preparer_free(dm->prep);
     dm->kcfg = kube_config_free(dm->kcfg);
     dm->nv = nvcdi_free(dm->nv);
+    dm->mock = nvcdi_mock_root_free(dm->mock);
     dm->inv = gpu_inventory_free(dm->inv);
     dm->nvml = gpu_nvml_close(dm->nvml);
     free(dm->unhealthy);

@@ -43,7 +43,7 @@ struct dra_options {
     char *plugins_dir;      /* --kubelet-plugins-directory-path */
     char *cdi_root;         /* --cdi-root, CDI_ROOT */
     char *kubeconfig;       /* --kubeconfig, KUBECONFIG (NULL: in-cluster) */
-    char *driver_root;      /* --nvidia-driver-root, NVIDIA_DRIVER_ROOT; "/" */
+    char *driver_root;      /* --nvidia-driver-root, NVIDIA_DRIVER_ROOT; "/" (NULL with --mock) */
     char *dev_root;         /* --nvidia-dev-root, NVIDIA_DEV_ROOT; "" = the driver root */
     char *hook_path;        /* --nvidia-cdi-hook-path, NVIDIA_CDI_HOOK_PATH; NULL = nvcdi's */
     char *sysfs_root;       /* --sysfs-root, GPUPLANE_SYSFS_ROOT; "/" (pcieRoot attributes) */

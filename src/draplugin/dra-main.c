@@ -55,7 +55,8 @@ static const struct setting SETTINGS[] = {
     {"kube-allow-insecure", NULL, NULL, KIND_BOOL, OFF(allow_insecure),
      "honour insecure-skip-tls-verify in the kubeconfig"},
     {"nvidia-driver-root", "driver-root", "NVIDIA_DRIVER_ROOT", KIND_STRING, OFF(driver_root),
-     "root of the driver installation (default /)"},
+     "root of the driver installation (default /; with --mock,\nthe simulated node's own, removed "
+     "on exit)"},
     {"nvidia-dev-root", "dev-root", "NVIDIA_DEV_ROOT", KIND_STRING, OFF(dev_root),
      "root of the /dev tree (default: the driver root)"},
     {"nvidia-cdi-hook-path", NULL, "NVIDIA_CDI_HOOK_PATH", KIND_STRING, OFF(hook_path),
@@ -229,7 +230,8 @@ static int finish(struct dra_options *o, struct diag *d)
         set_default(&o->registrar_dir, DRA_DEFAULT_REGISTRAR_DIR) < 0 ||
         set_default(&o->plugins_dir, DRA_DEFAULT_PLUGINS_DIR) < 0 ||
         set_default(&o->cdi_root, DRA_DEFAULT_CDI_ROOT) < 0 ||
-        set_default(&o->driver_root, "/") < 0 || set_default(&o->sysfs_root, "/") < 0)
+        set_default(&o->driver_root, o->common.mock ? NULL : "/") < 0 ||
+        set_default(&o->sysfs_root, "/") < 0)
         return diag_fail(d, -ENOMEM, "out of memory");
     if (o->common.help || o->list_fault_points)
         return 0;
@@ -297,12 +299,11 @@ void dra_options_print_help(FILE *out)
         "  # on a node, inside the DaemonSet's pod (in-cluster API access)\n"
         "  gpuplane dra-driver --node-name=$NODE_NAME\n"
         "\n"
-        "  # a simulated node against a test API server, private kubelet directories, the fake\n"
-        "  # driver root of mock-nvml/make-driver-root.sh\n"
+        "  # a simulated node (it brings its own driver root) against a test API server,\n"
+        "  # private kubelet directories\n"
         "  gpuplane dra-driver --mock=dgx-h100 --node-name=node-1 --kubeconfig=kubeconfig.yaml \\\n"
         "    --kubelet-registrar-directory-path=/tmp/k/plugins_registry \\\n"
-        "    --kubelet-plugins-directory-path=/tmp/k/plugins --cdi-root=/tmp/k/cdi \\\n"
-        "    --nvidia-driver-root=/tmp/k/root\n"
+        "    --kubelet-plugins-directory-path=/tmp/k/plugins --cdi-root=/tmp/k/cdi\n"
         "\n"
         "See docs/dra-driver.md.\n",
         out);

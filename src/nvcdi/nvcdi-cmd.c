@@ -2,13 +2,13 @@
 /*
  * `gpuplane cdi generate`: the node's CDI spec for NVIDIA GPUs, as `nvidia-ctk cdi generate`
  * writes it, from NVML and the driver's files under the driver root. The spec is written
- * atomically into a spec directory (runtimes rescan it at any moment) or printed. With --mock the
- * driver root defaults to the mock profile's fake root (its driverRoot key), so the command can be
- * tried and tested without a GPU.
+ * atomically into a spec directory (runtimes rescan it at any moment) or printed. With --mock and
+ * no --nvidia-driver-root the driver root is the simulated node's (the profile's driverRoot key, or
+ * one made for the run and removed when it ends), so the command can be tried and tested without a
+ * GPU.
  */
 #include <errno.h>
 #include <getopt.h>
-#include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,18 +49,20 @@ static const char HELP[] =
     "      --no-all-device       leave out the device \"all\"\n"
     "      --nvidia-driver-root=PATH\n"
     "                            where the driver's files are (default /; /run/nvidia/driver for\n"
-    "                            a containerised driver; with --mock, the profile's driverRoot)\n"
+    "                            a containerised driver; with --mock, the profile's driverRoot\n"
+    "                            or else a root made for the run, removed when it ends)\n"
     "      --dev-root=PATH       where dev/nvidia* are (default: the driver root)\n"
     "      --nvidia-cdi-hook-path=PATH\n"
     "                            the hook program as containers see it\n"
-    "                            (default /usr/bin/nvidia-cdi-hook)\n"
+    "                            (default /usr/bin/nvidia-cdi-hook; in a root made for --mock,\n"
+    "                            its stub)\n"
     "      --json                print what was written as JSON\n" CLI_COMMON_HELP "\n"
     "Examples:\n"
     "  gpuplane cdi generate                          write /var/run/cdi/nvidia.com-gpu.json\n"
     "  gpuplane cdi generate --output - --format yaml print the spec as YAML\n"
     "  gpuplane cdi generate --nvidia-driver-root /run/nvidia/driver --dev-root /\n"
-    "  mock-nvml/make-driver-root.sh examples/nodes/a100-mig.yaml /tmp/root\n"
-    "  gpuplane cdi generate --mock a100-mig --nvidia-driver-root /tmp/root --output /tmp/cdi\n";
+    "  gpuplane cdi generate --mock a100-mig --output -  a simulated node's spec (its driver\n"
+    "                                                 root is removed on exit)\n";
 
 enum {
     OPT_OUTPUT = 0x2000,
@@ -178,44 +180,6 @@ static int parse_args(int argc, char **argv, struct args *a)
     return 0;
 }
 
-/* The driverRoot of the mock profile (relative to the profile's directory), or NULL. */
-static int mock_driver_root(char **ret)
-{
-    _cleanup_(doc_freep) struct doc *doc = NULL;
-    _cleanup_free_ char *dir = NULL;
-    _cleanup_free_ char *joined = NULL;
-    const char *profile = getenv("MOCK_NVML_PROFILE");
-    const char *root = NULL;
-    struct diag d;
-    diag_init(&d);
-    *ret = NULL;
-    if (!profile)
-        return 0;
-    int r = doc_load_file(profile, &d, &doc);
-    if (r >= 0 && doc_count(doc) > 0 && json_is_object(doc_root(doc, 0)))
-        r = doc_get_string(doc, doc_root(doc, 0), "driverRoot", false, NULL, &d, &root);
-    if (r < 0) {
-        cli_error("%s", d.msg);
-        return r;
-    }
-    if (!root)
-        return 0;
-    dir = strdup(profile);
-    if (!dir || asprintf(&joined, "%s/%s", dirname(dir), root) < 0) {
-        joined = NULL;
-        return -ENOMEM;
-    }
-    /* Profiles say "../roots/x"; resolve it here, so the root check sees a plain path. */
-    char *real = realpath(root[0] == '/' ? root : joined, NULL);
-    if (!real) {
-        int err = errno;
-        cli_error("mock profile %s: driverRoot %s: %s", profile, root, strerror(err));
-        return -err;
-    }
-    *ret = real;
-    return 0;
-}
-
 static bool has_spec_extension(const char *path)
 {
     size_t n = strlen(path);
@@ -268,8 +232,39 @@ static void warn_skipped(const struct gpu_inventory *inv)
                     inv->devices[i].lost ? "GPU is lost" : "NVML error");
 }
 
-static int build_spec(const struct args *a, const struct gpu_inventory *inv, const char *root,
-                      struct cdi_spec **ret)
+/* Where the driver's files are: the flags, or with --mock the simulated node's root. */
+struct roots {
+    const char *driver;
+    const char *hook;
+    struct nvcdi_mock_root *mock; /* owned; NULL without --mock or with --nvidia-driver-root */
+};
+
+static int pick_roots(const struct args *a, const struct gpu_inventory *inv, struct roots *ret)
+{
+    struct diag d;
+    diag_init(&d);
+    *ret = (struct roots){.driver = a->driver_root ? a->driver_root : "/", .hook = a->hook_path};
+    /* An explicit --nvidia-driver-root wins over the simulated node's. */
+    if (a->driver_root || !a->common.mock)
+        return 0;
+    int r = nvcdi_mock_root_new(inv, cli_common_nvml_lib(&a->common), &d, &ret->mock);
+    if (r < 0) {
+        cli_error("cdi generate: %s", d.msg[0] ? d.msg : strerror(-r));
+        return r;
+    }
+    ret->driver = ret->mock->path;
+    if (!ret->hook && ret->mock->cdi_hook)
+        ret->hook = ret->mock->cdi_hook;
+    if (ret->mock->made && strcmp(a->output, "-") != 0)
+        fprintf(stderr,
+                "gpuplane: cdi generate: the spec names the simulated node's driver root %s, "
+                "removed when this command ends; give --nvidia-driver-root for one that stays\n",
+                ret->driver);
+    return 0;
+}
+
+static int build_spec(const struct args *a, const struct gpu_inventory *inv,
+                      const struct roots *roots, struct cdi_spec **ret)
 {
     _cleanup_(nvcdi_freep) struct nvcdi *nv = NULL;
     _cleanup_free_ char *kind = NULL;
@@ -281,9 +276,9 @@ static int build_spec(const struct args *a, const struct gpu_inventory *inv, con
     }
     struct nvcdi_options opts = {
         .kind = kind,
-        .driver_root = root,
+        .driver_root = roots->driver,
         .dev_root = a->dev_root,
-        .hook_path = a->hook_path,
+        .hook_path = roots->hook,
         .strategies = a->strategies,
         .no_all_device = a->no_all_device,
     };
@@ -342,17 +337,15 @@ static int run(const struct args *a)
 {
     _cleanup_(gpu_inventory_freep) struct gpu_inventory *inv = NULL;
     _cleanup_(cdi_spec_freep) struct cdi_spec *spec = NULL;
-    _cleanup_free_ char *mock_root = NULL;
-    const char *root = a->driver_root;
-    /* An explicit --nvidia-driver-root wins over the profile's fake root. */
-    if (!root && a->common.mock && mock_driver_root(&mock_root) < 0)
-        return CLI_EXIT_FAILURE;
-    if (!root)
-        root = mock_root ? mock_root : "/";
+    _cleanup_(nvcdi_mock_root_freep) struct nvcdi_mock_root *mock = NULL;
+    struct roots roots;
     if (check_output(a->output) < 0 || read_inventory(a, &inv) < 0)
         return CLI_EXIT_FAILURE;
     warn_skipped(inv);
-    if (build_spec(a, inv, root, &spec) < 0 || emit(a, spec) < 0)
+    if (pick_roots(a, inv, &roots) < 0)
+        return CLI_EXIT_FAILURE;
+    mock = roots.mock;
+    if (build_spec(a, inv, &roots, &spec) < 0 || emit(a, spec) < 0)
         return CLI_EXIT_FAILURE;
     if (fflush(stdout) != 0) {
         cli_error("cdi generate: cannot write the output: %s", strerror(errno));

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* What the files of the nvcdi module share: the scan of a driver root. */
+/* What the files of the nvcdi module share: the scan of a driver root, the rules of a mock root. */
 #pragma once
 
 #include "nvcdi.h"
@@ -36,3 +36,14 @@ bool nvcdi_dev_present(const struct nvcdi *nv, const char *rel);
 /* The capability minor of GPU instance gi (ci -1) or compute instance ci of the GPU with minor
  * gpu; -ENOENT when mig-minors has no such line. */
 _wur_ int nvcdi_cap_minor(const struct nvcdi *nv, unsigned gpu, unsigned gi, int ci, unsigned *ret);
+
+/* Whether v can be a driver version: it goes into file names and a hook argument. */
+bool nvcdi_valid_driver_version(const char *v);
+
+/* The minor of /dev/nvidia-caps/nvidia-cap<m> of GPU instance gi (ci -1) or its compute instance
+ * ci on the GPU with minor gpu_minor, in the driver's numbering (config is 1, monitor 2). */
+unsigned nvcdi_mig_cap_minor(unsigned gpu_minor, unsigned gi, int ci);
+/* The character major for name in proc_devices (the text of /proc/devices; NULL or "" when there
+ * is none): the one listed, else the highest of the local range 240-254 that is neither listed
+ * nor avoid; 0 when every one is taken. */
+unsigned nvcdi_mock_major(const char *proc_devices, const char *name, unsigned avoid);

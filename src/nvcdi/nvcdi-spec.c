@@ -42,8 +42,7 @@ struct nvcdi *nvcdi_free(struct nvcdi *nv)
     return NULL;
 }
 
-/* The version goes into file names we look for and into a hook argument. */
-static bool valid_driver_version(const char *v)
+bool nvcdi_valid_driver_version(const char *v)
 {
     if (!v[0] || strlen(v) >= GPU_VERSION_MAX)
         return false;
@@ -99,7 +98,7 @@ int nvcdi_new(const struct gpu_inventory *inv, const struct nvcdi_options *opts,
     static const struct nvcdi_options defaults = {0};
     if (!opts)
         opts = &defaults;
-    if (!valid_driver_version(inv->driver_version))
+    if (!nvcdi_valid_driver_version(inv->driver_version))
         return diag_fail(d, -EINVAL, "unusable driver version \"%s\" from NVML",
                          inv->driver_version);
     nv = calloc(1, sizeof(*nv));

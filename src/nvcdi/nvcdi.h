@@ -7,6 +7,8 @@
  * "all", and spec-level edits shared by every device: control device nodes, the driver's
  * libraries and tools mounted read-only, and the nvidia-cdi-hook hooks.
  *
+ * With --mock, nvcdi_mock_root_new makes the driver root of the simulated node (nvcdi-mock.c).
+ *
  * Used by `gpuplane cdi generate`, by the device plugin (kind k8s.device-plugin.nvidia.com/gpu,
  * names following its device-id strategy) and by the DRA driver (per-claim specs built from
  * nvcdi_add_common_edits and nvcdi_add_device_edits).
@@ -14,6 +16,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <sys/types.h>
 
 #include "base.h"
 #include "cdi.h"
@@ -102,3 +105,25 @@ _wur_ int nvcdi_add_device_edits(const struct nvcdi *nv, const struct gpu_device
  */
 _wur_ int nvcdi_spec_new(const struct nvcdi *nv, const struct gpu_inventory *inv, struct diag *d,
                          struct cdi_spec **ret, size_t *ret_skipped);
+
+/* The driver root of a simulated node (--mock): see nvcdi-mock.c. */
+struct nvcdi_mock_root {
+    char *path;        /* the driver root (and dev root) */
+    char *cdi_hook;    /* <path>/usr/bin/nvidia-cdi-hook when made here, else NULL */
+    char *ctk;         /* <path>/usr/bin/nvidia-ctk when made here, else NULL */
+    bool made;         /* made here: nvcdi_mock_root_free removes it */
+    bool char_devices; /* its device nodes are character devices (mknod was allowed) */
+    pid_t owner;       /* the process that made it, the only one that removes it */
+};
+
+/*
+ * The driver root of a --mock run that was given none: the profile's driverRoot key (the profile
+ * named by MOCK_NVML_PROFILE, a path relative to it), else a root made for inv in a private
+ * directory under $TMPDIR or /tmp (gpuplane-mock-XXXXXX, mode 0700), with mock_lib (the mock
+ * library, an absolute path) as libnvidia-ml.so.<driver version>. The caller owns *ret and frees
+ * it with nvcdi_mock_root_free before it exits, which removes a root made here.
+ */
+_wur_ int nvcdi_mock_root_new(const struct gpu_inventory *inv, const char *mock_lib, struct diag *d,
+                              struct nvcdi_mock_root **ret);
+struct nvcdi_mock_root *nvcdi_mock_root_free(struct nvcdi_mock_root *m);
+DEFINE_POINTER_CLEANUP(struct nvcdi_mock_root, nvcdi_mock_root_free)

@@ -3,14 +3,15 @@
 # gpuplane dra-driver end to end on one machine: the test API server (tests/integration/fakekube.py),
 # the driver on the simulated dgx-h100 node, a claim allocated with `gpuplane allocate` against the
 # slices the driver published and stored with reservedFor, then NodePrepareResources and
-# NodeUnprepareResources through the kubelet emulator, with the CDI spec shown in between.
+# NodeUnprepareResources through the kubelet emulator, with the CDI spec shown in between. The
+# simulated node brings its own driver root (a private directory the driver removes on exit), so
+# the spec's host paths are under it.
 # Usage: run-local.sh [BUILD_DIR]   (default: build/ of the source tree)
 set -eu
 src=$(cd "$(dirname "$0")/../../.." && pwd)
 build=$(cd "${1:-$src/build}" && pwd)
 work=$(mktemp -d /tmp/gpdra-example-XXXXXX)
 trap 'rm -rf "$work"' EXIT
-"$src/mock-nvml/make-driver-root.sh" "$src/examples/nodes/dgx-h100.yaml" "$work/root" >/dev/null
 /usr/bin/python3 - "$src" "$build" "$work" <<'PY'
 import json, pathlib, signal, subprocess, sys, time, uuid
 src, build, work = (pathlib.Path(a) for a in sys.argv[1:4])
@@ -24,7 +25,7 @@ with FakeKube(work / "api") as api, dra_emu.DraKubelet(work / "reg") as kubelet:
                                f"--kubeconfig={api.kubeconfig}",
                                f"--kubelet-registrar-directory-path={work / 'reg'}",
                                f"--kubelet-plugins-directory-path={work / 'plugins'}",
-                               f"--cdi-root={work / 'cdi'}", f"--nvidia-driver-root={work / 'root'}"],
+                               f"--cdi-root={work / 'cdi'}"],
                               stderr=open(work / "driver.log", "w"))
     try:
         reg = kubelet.wait_registered("gpu.nvidia.com", timeout=15)
