@@ -2,13 +2,15 @@
 # SPDX-License-Identifier: Apache-2.0
 """bench/deviceplugin: `gpuplane device-plugin` against the kubelet emulator and a grpc-go client.
 
-    bench/deviceplugin/run.py [BUILD_DIR] [--starts N] [--calls N] [--repeat R] [--json FILE]
+    bench/deviceplugin/run.py [BUILD_DIR] [--parts LIST] [--starts N] [--calls N] [--repeat R]
+                              [--rounds R] [--side-calls N] [--json FILE]
 
 Run on demand, never as a test; results go to docs/benchmarks.md ("Device plugin").
 
-Builds what it needs (gpuplane, the mock NVML library, the grpc-go client `dp-bench` via
-bench/deviceplugin/build-go-client.sh). The kubelet emulator (tools/kubelet-emulator) runs in this
-process, a fresh one in a temporary directory for every plugin started. Measures:
+Builds what it needs (gpuplane, the mock NVML library, the grpc-go client `dp-bench` and the
+grpc-go device plugin `dp-peer` via bench/deviceplugin/build-go-client.sh). The kubelet emulator
+(tools/kubelet-emulator) runs in this process, a fresh one in a temporary directory for every plugin
+started. Measures:
 
 - start -> registered: time from spawning `gpuplane device-plugin --mock PROFILE` to the emulator
   receiving Register, to Register answered (the emulator has dialled back and called
@@ -26,7 +28,17 @@ process, a fresh one in a temporary directory for every plugin started. Measures
   (its "NVML event received" and "ListAndWatch update queued" lines) splits it into mock polling,
   in-daemon time and delivery;
 - RSS (VmRSS, VmHWM, RssAnon, Pss from /proc/PID) of dgx-h100 with time-slicing, 8 replicas per GPU
-  (64 devices), after registration and after 1000 Allocate calls.
+  (64 devices), after registration and after 1000 Allocate calls;
+- side by side ("side"): the same grpc-go client against gpuplane (dgx-h100, registered) and against
+  `dp-peer`, a minimal grpc-go device plugin serving the same 8 device ids and answering Allocate
+  with what NVIDIA's plugin answers for them (envvar strategy: NVIDIA_VISIBLE_DEVICES), both on the
+  plugin CPU. R rounds; each round runs Allocate of 1 GPU and GetDevicePluginOptions against both,
+  the order alternating between rounds, so both see the same load. Absolute microseconds move with
+  the machine's load, the ratio gpuplane / grpc-go of each round much less: the report gives the
+  median over rounds of p50, p99, calls/s and server CPU per call for each, and the median (and
+  range) of the rounds' ratios.
+
+--parts picks what runs (comma-separated: start, calls, health, rss, side; all by default).
 
 With taskset and at least 2 CPUs the plugin runs on CPU 0 and the Go client on CPU 1 for the latency
 parts (as bench/rpc); `--nice N` also runs both at that niceness (negative needs root): a way to see
@@ -75,10 +87,12 @@ def pct(values, p):
 
 
 class Runner:
-    def __init__(self, build, tmp, client, deadline, nice=None):
+    def __init__(self, build, tmp, client, deadline, nice=None, peer=None, floor=None):
         self.build = build
         self.tmp = tmp
         self.client = client
+        self.peer_bin = peer
+        self.floor_bin = floor
         self.deadline = deadline
         self.procs = []
         self.env = dict(os.environ, GPUPLANE_BUILD=str(build))
@@ -138,6 +152,25 @@ class Runner:
                                  stderr=err, env=env)
         p.log = log
         return self.track(p), t0
+
+    def serve_ready(self, name, argv):
+        """Starts a server that prints "ready" once it listens (dp-peer, h2-floor), on the plugin
+        CPU; returns its Popen after that line."""
+        self.seq += 1
+        log = self.tmp / f"{name}-{self.seq}.log"
+        with open(log, "wb") as err:
+            p = self.track(subprocess.Popen(self.plugin_cpu + [str(a) for a in argv],
+                                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                            stderr=err, env=self.env))
+        p.log = log
+        try:
+            line = LineReader(p.stdout).readline(self.left(20))
+        except TimeoutError:
+            line = None
+        if line != "ready":
+            self.stop(p)
+            raise RuntimeError(f"{name}: {line!r}: {log.read_text()[-2000:]}")
+        return p
 
     def go(self, mode, socket, *args, timeout=300):
         """Runs dp-bench to completion; returns its last JSON line."""
@@ -435,6 +468,70 @@ def bench_rss(r, args, results):
         k.close()
 
 
+# ---- side by side: gpuplane and a minimal grpc-go device plugin ----
+
+SIDE_CALLS = (("Allocate", "allocate"), ("GetDevicePluginOptions", "options"))
+SIDE_KEYS = ("p50_us", "p99_us", "calls_per_s", "plugin_cpu_us_per_call")
+SIDE_SERVERS = (("gpuplane", "gpuplane device-plugin"), ("grpc-go", "grpc-go (dp-peer)"),
+                ("floor", "floor (h2-floor, no work)"))
+
+
+def bench_side(r, args, results):
+    k, p, ids = serving(r, "side", "dgx-h100")
+    go = floor = None
+    try:
+        go_sock, floor_sock = r.tmp / "dp-peer.sock", r.tmp / "h2-floor.sock"
+        go = r.serve_ready("dp-peer", [r.peer_bin, "--socket", go_sock, "--devices", ",".join(ids)])
+        floor = r.serve_ready("h2-floor", [r.floor_bin, floor_sock, ids[0]])
+        servers = {"gpuplane": (p.pid, k.endpoint(GPU)), "grpc-go": (go.pid, go_sock),
+                   "floor": (floor.pid, floor_sock)}
+        rounds = []
+        for rnd in range(args.rounds):
+            one = {}
+            for what, mode in SIDE_CALLS:
+                extra = ("--ids", ids[0]) if mode == "allocate" else ()
+                # The floor answers every stream with the Allocate answer: Allocate only.
+                names = [n for n, _ in SIDE_SERVERS if mode == "allocate" or n != "floor"]
+                # Rotate who goes first, so no server always runs on the warmer (or busier) side.
+                names = names[rnd % len(names):] + names[:rnd % len(names)]
+                for name in names:
+                    pid, path = servers[name]
+                    one[(what, name)] = timed(r, pid, mode, path, *extra,
+                                              calls=args.side_calls, warmup=args.warmup)
+            rounds.append(one)
+            a, b, f = (one[("Allocate", n)] for n in ("gpuplane", "grpc-go", "floor"))
+            print(f"  side by side round {rnd + 1}/{args.rounds}: Allocate p50 gpuplane "
+                  f"{a['p50_us']:.0f}, grpc-go {b['p50_us']:.0f}, floor {f['p50_us']:.0f} us "
+                  f"({a['p50_us'] / b['p50_us']:.2f}x); p99 {a['p99_us']:.0f}, "
+                  f"{b['p99_us']:.0f}, {f['p99_us']:.0f} us ({a['p99_us'] / b['p99_us']:.2f}x); "
+                  f"load {a['load1']:.1f}", file=sys.stderr)
+    finally:
+        for x in (floor, go, p):
+            if x:
+                r.stop(x)
+        k.close()
+    out = []
+    for what, _ in SIDE_CALLS:
+        row = {"what": what, "rounds": len(rounds), "calls": args.side_calls, "servers": {},
+               "ratio": {}, "floor_ratio": {}}
+        for name, _ in SIDE_SERVERS:
+            runs = [x[(what, name)] for x in rounds if (what, name) in x]
+            if not runs:
+                continue
+            row["servers"][name] = {key: statistics.median(x[key] for x in runs)
+                                    for key in SIDE_KEYS}
+            row["servers"][name]["runs"] = runs
+        for key in SIDE_KEYS:
+            for name, into in (("gpuplane", "ratio"), ("floor", "floor_ratio")):
+                if name not in row["servers"]:
+                    continue
+                v = [x[(what, name)][key] / x[(what, "grpc-go")][key] for x in rounds]
+                row[into][key] = {"median": statistics.median(v), "min": min(v), "max": max(v)}
+        row["load1"] = [x[(what, "gpuplane")]["load1"] for x in rounds]
+        out.append(row)
+    results["side"] = out
+
+
 # ---- report ----
 
 
@@ -442,7 +539,62 @@ def rule(head):
     return "|" + "|".join("-" * len(c) for c in head.split("|")[1:-1]) + "|"
 
 
+def side_table(results):
+    """gpuplane, grpc-go and the floor side by side: medians over the rounds, and the rounds'
+    ratios to grpc-go."""
+    out = []
+    head = ("| call                   | server                           | rounds | calls/round | "
+            "p50 µs | p99 µs | calls/s | server CPU µs/call |")
+    out += [head, rule(head)]
+    for row in results["side"]:
+        for name, label in SIDE_SERVERS:
+            x = row["servers"].get(name)
+            if not x:
+                continue
+            out.append(f"| {row['what']:22} | {label:32} | {row['rounds']:6} | {row['calls']:11} | "
+                       f"{x['p50_us']:6.0f} | {x['p99_us']:6.0f} | {x['calls_per_s']:7.0f} | "
+                       f"{x['plugin_cpu_us_per_call']:18.1f} |")
+        for into, label in (("ratio", "ratio gpuplane / grpc-go"),
+                            ("floor_ratio", "ratio floor / grpc-go")):
+            q = row[into]
+            if not q:
+                continue
+            cells = [f"{q[k]['median']:.2f}x" for k in SIDE_KEYS]
+            out.append(f"| {row['what']:22} | {label:32} | {row['rounds']:6} | {'':11} | "
+                       f"{cells[0]:>6} | {cells[1]:>6} | {cells[2]:>7} | {cells[3]:>18} |")
+    out.append("")
+    head = ("| call                   | ratio to grpc-go, rounds min-median-max | load      | "
+            "p50              | p99              | calls/s          |")
+    out += [head, rule(head)]
+    for row in results["side"]:
+        loads = f"{min(row['load1']):.1f}-{max(row['load1']):.1f}"
+        for into, label in (("ratio", "gpuplane"), ("floor_ratio", "floor")):
+            q = row[into]
+            if not q:
+                continue
+            cells = [f"{q[k]['min']:.2f}-{q[k]['median']:.2f}-{q[k]['max']:.2f}"
+                     for k in SIDE_KEYS[:3]]
+            out.append(f"| {row['what']:22} | {label:39} | {loads:9} | {cells[0]:16} | "
+                       f"{cells[1]:16} | {cells[2]:16} |")
+    return "\n".join(out)
+
+
 def tables(results):
+    out = []
+    if results["start"]:
+        out += start_table(results)
+    if results["calls"]:
+        out += calls_table(results)
+    if results.get("health_summary"):
+        out += health_table(results)
+    if results["memory"]:
+        out += memory_table(results)
+    if results.get("side"):
+        out += [side_table(results), ""]
+    return "\n".join(out).rstrip("\n")
+
+
+def start_table(results):
     out = []
     head = "| node             | resources | starts | Register received ms | registered ms | first snapshot ms |"
     out += [head, rule(head)]
@@ -452,6 +604,11 @@ def tables(results):
         out.append(f"| {row['node']:16} | {len(row['resources']):9} | {row['starts']:6} | "
                    f"{cells[0]:>20} | {cells[1]:>13} | {cells[2]:>17} |")
     out.append("")
+    return out
+
+
+def calls_table(results):
+    out = []
     head = ("| call                   | node                 |  n |  k | calls | p50 µs | p99 µs | "
             "max µs | p99 of runs µs | plugin CPU µs/call | load | answer (GPU index) |")
     out += [head, rule(head)]
@@ -463,32 +620,79 @@ def tables(results):
                    f"{row['max_us']:6.0f} | {spread:>14} | {row['plugin_cpu_us_per_call']:18.1f} | "
                    f"{row['load1']:4.1f} | {ans:18} |")
     out.append("")
+    return out
+
+
+def health_table(results):
+    out = []
     head = "| health event -> ListAndWatch update         |  n | p50 ms | p90 ms | max ms |"
     out += [head, rule(head)]
     for k, v in results["health_summary"].items():
         out.append(f"| {k:43} | {v['n']:2} | {v['p50']:6.3f} | {v['p90']:6.3f} | "
                    f"{v['max']:6.3f} |")
     out.append("")
+    return out
+
+
+def memory_table(results):
+    out = []
     head = "| plugin                             | state               | VmRSS KiB | VmHWM KiB | RssAnon KiB | Pss KiB | threads |"
     out += [head, rule(head)]
     for name, states in results["memory"].items():
         for state, x in states.items():
             out.append(f"| {name:34} | {state:19} | {x['VmRSS']:9} | {x['VmHWM']:9} | "
                        f"{x['RssAnon']:11} | {x['Pss']:7} | {x['Threads']:7} |")
-    return "\n".join(out)
+    out.append("")
+    return out
 
 
 def verdict(results):
+    out = []
+    if results["calls"]:
+        out += verdict_calls(results)
+    if results["start"]:
+        out += verdict_start(results)
+    if results.get("health_summary"):
+        out += verdict_health(results)
+    if results["memory"].get("dgx-h100, 8 replicas (64 devices)"):
+        out += verdict_rss(results)
+    if results.get("side"):
+        out += verdict_side(results)
+    return "\n".join(out)
+
+
+def verdict_side(results):
+    row = next(x for x in results["side"] if x["what"] == "Allocate")
+    q, f = row["ratio"], row["floor_ratio"]
+    p50, p99 = q["p50_us"]["median"], q["p99_us"]["median"]
+    return [f"Allocate, gpuplane / grpc-go (median of {row['rounds']} rounds): "
+            f"p50 {p50:.2f}x (target <= 0.5x: {'met' if p50 <= 0.5 else 'MISSED'}), p99 "
+            f"{p99:.2f}x (target <= 0.6x: {'met' if p99 <= 0.6 else 'MISSED'}); the floor "
+            f"(a server doing no work) / grpc-go: p50 {f['p50_us']['median']:.2f}x, p99 "
+            f"{f['p99_us']['median']:.2f}x"]
+
+
+def verdict_calls(results):
     out = []
     alloc = next(x for x in results["calls"] if x["what"] == "Allocate")
     floor = next(x for x in results["calls"] if x["what"] == "GetDevicePluginOptions")
     out.append(f"Allocate p99 <= 200 us (grpc-go): {alloc['p99_us']:.0f} us "
                f"{'met' if alloc['p99_us'] <= 200 else 'MISSED'} (runs {alloc['spread_p99_us']}; "
                f"the GetDevicePluginOptions floor: p99 {floor['p99_us']:.0f} us)")
+    return out
+
+
+def verdict_start(results):
+    out = []
     for row in results["start"]:
         v = row["register"]["median"]
         out.append(f"start -> registered <= 50 ms ({row['node']}): median {v:.1f} ms "
                    f"{'met' if v <= 50 else 'MISSED'}")
+    return out
+
+
+def verdict_health(results):
+    out = []
     hs = results["health_summary"]
     e2e = hs["end to end (write -> grpc-go client)"]
     plug = hs["plugin total (NVML event -> grpc-go client)"]
@@ -498,10 +702,19 @@ def verdict(results):
                f"(includes the mock's 0-20 ms poll) p50 {e2e['p50']:.1f} ms "
                f"{'met' if e2e['p50'] <= 10 else 'MISSED'}, max {e2e['max']:.1f} ms "
                f"{'met' if e2e['max'] <= 10 else 'MISSED'}")
+    return out
+
+
+def verdict_rss(results):
+    out = []
     m = results["memory"]["dgx-h100, 8 replicas (64 devices)"]["after 1000 Allocate"]
     out.append(f"RSS <= 4 MiB with 8 GPUs x 8 replicas: VmRSS {m['VmRSS']} KiB, VmHWM "
                f"{m['VmHWM']} KiB {'met' if max(m['VmRSS'], m['VmHWM']) <= 4096 else 'MISSED'}")
-    return "\n".join(out)
+    return out
+
+
+PARTS = {"start": bench_start, "calls": bench_calls, "health": bench_health, "rss": bench_rss,
+         "side": bench_side}
 
 
 def main():
@@ -514,37 +727,51 @@ def main():
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--health-rounds", type=int, default=5, help="plugins started for the health "
                     "measurement, 8 XIDs each")
+    ap.add_argument("--parts", default=",".join(PARTS), help="what to run, comma-separated: "
+                    + ", ".join(PARTS))
+    ap.add_argument("--rounds", type=int, default=10, help="side by side: rounds, each running "
+                    "gpuplane and grpc-go once per call")
+    ap.add_argument("--side-calls", type=int, default=5000, help="side by side: timed calls per "
+                    "run (after --warmup)")
     ap.add_argument("--nice", type=int, help="run the plugin and the client at this niceness in "
                     "the latency parts")
     ap.add_argument("--json", help="also write the raw results here")
     args = ap.parse_args()
+    parts = [x for x in args.parts.split(",") if x]
+    unknown = set(parts) - set(PARTS)
+    if unknown or not parts:
+        ap.error(f"--parts: unknown {sorted(unknown)}; choose from {', '.join(PARTS)}")
 
     build = pathlib.Path(args.build).resolve()
     os.environ["GPUPLANE_BUILD"] = str(build)
     subprocess.run(["cmake", "--build", str(build), "--target", "gpuplane", "nvidia-ml-mock"],
                    check=True, stdout=subprocess.DEVNULL, timeout=600)
-    client = subprocess.run([str(HERE / "build-go-client.sh"), str(build)], check=True,
-                            capture_output=True, text=True, timeout=600)
-    client = pathlib.Path(client.stdout.strip().splitlines()[-1])
+    built = subprocess.run([str(HERE / "build-go-client.sh"), str(build)], check=True,
+                           capture_output=True, text=True, timeout=600)
+    client, peer = (pathlib.Path(x) for x in built.stdout.strip().splitlines()[-2:])
+    floor = build / "bench" / "dp-h2-floor"
+    if "side" in parts:
+        subprocess.run(["cc", "-O2", "-o", str(floor), str(HERE / "h2-floor.c")], check=True,
+                       timeout=120)
 
-    results = {"machine": machine(), "args": vars(args), "start": [], "calls": [], "health": [],
+    results = {"machine": dict(machine(), utc=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())),
+               "args": vars(args), "start": [], "calls": [], "health": [],
                "memory": {}}
     with tempfile.TemporaryDirectory(prefix="bench-dp-") as tmp:
         r = Runner(build, pathlib.Path(tmp), client, time.monotonic() + TOTAL_LIMIT_S,
-                   args.nice)
+                   args.nice, peer, floor)
         results["pinning"] = bool(r.plugin_cpu)
         try:
-            bench_start(r, args, results)
-            bench_calls(r, args, results)
-            bench_health(r, args, results)
-            bench_rss(r, args, results)
+            for name in parts:
+                PARTS[name](r, args, results)
         finally:
             r.kill_all()
     m = results["machine"]
     print(f"\nmachine: {m['nproc']} CPUs, {m['cpu']}, Linux {m['kernel']}, {m['date']}, load "
-          f"{m['load1']:.2f} at the start; plugin on CPU 0 and grpc-go client on CPU 1 for calls "
-          f"and health: {results['pinning']}; nice: {args.nice or 0}; calls: the run with the median calls/s of "
-          f"{args.repeat}\n")
+          f"{m['load1']:.2f} at the start; server on CPU 0 and grpc-go client on CPU 1 for "
+          f"calls, health and side by side: {results['pinning']}; nice: {args.nice or 0}; "
+          f"parts: {','.join(parts)}; calls: the run with the median calls/s of {args.repeat}; "
+          f"side by side: medians of {args.rounds} rounds\n", flush=True)
     print(tables(results))
     print()
     print(verdict(results))
