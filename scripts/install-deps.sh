@@ -9,7 +9,7 @@ set -eu
 PACKAGES="
 build-essential cmake ninja-build pkg-config clang clang-format lld libclang-rt-14-dev
 libjansson-dev libfyaml-dev libcmocka-dev libnghttp2-dev libprotobuf-c-dev libpcre2-dev
-libcurl4-openssl-dev openssl
+libssl-dev openssl
 protobuf-c-compiler protobuf-compiler
 valgrind python3 python3-pytest python3-yaml python3-jsonschema python3-cryptography
 python3-grpcio python3-grpc-tools python3-protobuf

@@ -1,15 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The client: one curl multi handle driven by the event loop (curl's sockets become ev_io watches,
- * its timeout an ev_timer), TLS and credentials per request, and a token bucket in front of it.
+ * The client: exchanges queued behind a token bucket, sent on the connection pool (kube-conn.c)
+ * with the credentials of the moment, and their outcomes delivered to the callers.
  *
- * Callers' functions never run inside curl: curl's write callback only appends to a buffer and
- * queues the exchange, finished transfers are queued too, and the queue is delivered once
- * curl_multi_socket_action() has returned. That is what lets a callback start requests, cancel
- * others or free the whole client: a client freed during a delivery is torn down when the
- * delivery unwinds.
+ * Callers' functions never run inside the transport: the pool's callbacks only append to a buffer
+ * and queue the exchange, and the queue is delivered when the pool has finished with the event
+ * (its leave hook). That is what lets a callback start requests, cancel others or free the whole
+ * client: a client freed during a delivery is torn down when the delivery unwinds.
  */
-#include <curl/curl.h>
 #include <errno.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -20,12 +18,11 @@
 #define GP_KUBE_VERSION "unknown"
 #endif
 
-#define CONNECT_TIMEOUT_MS 10000L
 #define TOKEN_FILE_MAX ((size_t)64 << 10)
 
 enum http_state {
     HTTP_WAITING,  /* behind the rate limiter */
-    HTTP_ACTIVE,   /* on the multi handle */
+    HTTP_ACTIVE,   /* on a connection */
     HTTP_FINISHED, /* outcome known, waiting for delivery */
 };
 
@@ -41,12 +38,10 @@ struct kube_http {
     bool streaming; /* a 200 stream: bytes go to data as they come */
     bool data_pending;
     bool cancelled;
-    bool too_large;
-    CURL *easy;
-    struct curl_slist *headers;
+    struct kube_conn *conn;
     struct strbuf resp;
     int status;
-    char error[DIAG_MSG_MAX]; /* curl's error buffer (at least CURL_ERROR_SIZE), then the outcome */
+    char error[DIAG_MSG_MAX];
     uint64_t started_ms;
     kube_http_done_fn done;
     kube_http_data_fn data;
@@ -58,27 +53,19 @@ struct http_list {
     struct kube_http *head, *tail;
 };
 
-struct sock {
-    struct sock *prev, *next;
-    struct kube_client *c;
-    curl_socket_t fd;
-    struct ev_io *io;
-};
-
 struct kube_client {
     struct ev_loop *loop;
     struct kube_config *cfg;
     char *user_agent;
     uint32_t timeout_ms;
-    CURLM *multi;
-    struct ev_timer *curl_timer;
+    struct kube_pool *pool;
+    char pool_error[DIAG_MSG_MAX]; /* why there is no pool: every request fails with it */
     struct ev_timer *pump_timer;
     struct kube_bucket bucket;
     struct kube_token_cache token;
     struct http_list waiting, active;
     struct kube_http *ready_head, *ready_tail;
     struct kube_http *current; /* being delivered */
-    struct sock *socks;
     struct kube_client_hook *hooks;
     unsigned busy; /* inside a delivery: freeing waits */
     bool dead;
@@ -209,9 +196,6 @@ int kube_token_get(struct kube_token_cache *tc, const struct kube_config *cfg, s
 
 static void http_free(struct kube_http *h)
 {
-    if (h->easy)
-        curl_easy_cleanup(h->easy);
-    curl_slist_free_all(h->headers);
     strbuf_release(&h->resp);
     free(h->method);
     free(h->path);
@@ -220,7 +204,7 @@ static void http_free(struct kube_http *h)
     free(h);
 }
 
-/* Takes h off the multi handle and its list; it stays allocated. */
+/* Takes h off its connection and its list; it stays allocated. */
 static void http_detach(struct kube_http *h)
 {
     struct kube_client *c = h->c;
@@ -228,7 +212,8 @@ static void http_detach(struct kube_http *h)
         list_unlink(&c->waiting, h);
     else if (h->state == HTTP_ACTIVE) {
         list_unlink(&c->active, h);
-        curl_multi_remove_handle(c->multi, h->easy);
+        kube_conn_cancel(h->conn);
+        h->conn = NULL;
     }
     h->state = HTTP_FINISHED;
 }
@@ -254,127 +239,74 @@ void kube_http_cancel(struct kube_http *h)
     http_free(h);
 }
 
-static size_t on_write(char *p, size_t size, size_t n, void *userdata)
+static void on_body(void *userdata, int status)
 {
     struct kube_http *h = userdata;
-    size_t len = size * n;
-    if (h->stream && !h->streaming) {
-        long code = 0;
-        curl_easy_getinfo(h->easy, CURLINFO_RESPONSE_CODE, &code);
-        h->streaming = code == 200;
-    }
-    if (strbuf_add(&h->resp, p, len) < 0) {
-        h->too_large = true;
-        return 0; /* curl ends the transfer with CURLE_WRITE_ERROR */
-    }
+    if (h->stream && status == 200)
+        h->streaming = true;
     if (h->streaming) {
         h->data_pending = true;
         ready_push(h->c, h);
     }
-    return len;
 }
 
-static int set_blob(CURL *e, CURLoption opt, const char *pem)
+static void on_end(void *userdata, int status, const char *error)
 {
-    struct curl_blob blob = {.data = (void *)pem, .len = strlen(pem), .flags = CURL_BLOB_COPY};
-    return curl_easy_setopt(e, opt, &blob) == CURLE_OK ? 0 : -ENOTSUP;
+    struct kube_http *h = userdata;
+    h->conn = NULL; /* the pool is done with it */
+    /* A stream that broke after its 200 keeps the status: what it delivered stands. */
+    if (error && !h->streaming)
+        status = 0;
+    http_finish(h, status, error);
 }
 
-static int add_header(struct curl_slist **list, const char *line)
+static void on_moved(void *userdata, struct kube_conn *conn)
 {
-    struct curl_slist *l = curl_slist_append(*list, line);
-    if (!l)
-        return -ENOMEM;
-    *list = l;
-    return 0;
+    struct kube_http *h = userdata;
+    h->conn = conn;
 }
 
-static int set_tls(struct kube_client *c, CURL *e)
-{
-    const struct kube_config *cfg = c->cfg;
-    int r = 0;
-    if (cfg->insecure) {
-        curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
-        curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
-    } else if (cfg->ca_pem)
-        r = set_blob(e, CURLOPT_CAINFO_BLOB, cfg->ca_pem);
-    else if (cfg->ca_file && curl_easy_setopt(e, CURLOPT_CAINFO, cfg->ca_file) != CURLE_OK)
-        r = -ENOMEM;
-    if (r >= 0 && cfg->cert_pem)
-        r = set_blob(e, CURLOPT_SSLCERT_BLOB, cfg->cert_pem);
-    else if (r >= 0 && cfg->cert_file && curl_easy_setopt(e, CURLOPT_SSLCERT, cfg->cert_file))
-        r = -ENOMEM;
-    if (r >= 0 && cfg->key_pem)
-        r = set_blob(e, CURLOPT_SSLKEY_BLOB, cfg->key_pem);
-    else if (r >= 0 && cfg->key_file && curl_easy_setopt(e, CURLOPT_SSLKEY, cfg->key_file))
-        r = -ENOMEM;
-    return r;
-}
+static const struct kube_conn_ops http_ops = {.body = on_body, .end = on_end, .moved = on_moved};
 
-/* The per-request headers, the token among them (read now: it may have rotated). */
-static int build_headers(struct kube_http *h, struct diag *d)
+/* The request's bytes, the token among its headers (read now: it may have rotated). */
+static int build_request(struct kube_http *h, struct strbuf *out, struct diag *d)
 {
     struct kube_client *c = h->c;
+    const struct kube_target *t = kube_pool_target(c->pool);
+    _cleanup_free_ char *agent = NULL, *type = NULL, *auth = NULL, *target = NULL;
     const char *token = NULL;
     int r = kube_token_get(&c->token, c->cfg, d, &token);
     if (r < 0)
         return r;
-    r = add_header(&h->headers, "Accept: application/json");
-    if (r >= 0)
-        r = add_header(&h->headers, "Expect:");
-    if (r >= 0 && h->content_type) {
-        _cleanup_free_ char *line = NULL;
-        if (asprintf(&line, "Content-Type: %s", h->content_type) < 0)
-            return -ENOMEM;
-        r = add_header(&h->headers, line);
-    }
-    if (r >= 0 && token) {
-        _cleanup_free_ char *line = NULL;
-        if (asprintf(&line, "Authorization: Bearer %s", token) < 0)
-            return -ENOMEM;
-        r = add_header(&h->headers, line);
-        explicit_bzero(line, strlen(line));
-    }
+    if (asprintf(&agent, "User-Agent: %s", c->user_agent) < 0 ||
+        asprintf(&target, "%s%s", t->base_path, h->path) < 0)
+        return -ENOMEM;
+    if (h->content_type && asprintf(&type, "Content-Type: %s", h->content_type) < 0)
+        return -ENOMEM;
+    if (token && asprintf(&auth, "Authorization: Bearer %s", token) < 0)
+        return -ENOMEM;
+    const char *headers[] = {"Accept: application/json", agent, type, auth};
+    r = kube_h1_request(out, h->method, t->authority, target, headers, ARRAY_SIZE(headers), h->body,
+                        h->body_len);
+    if (auth)
+        explicit_bzero(auth, strlen(auth));
     return r;
 }
 
 static int http_launch(struct kube_http *h, struct diag *d)
 {
     struct kube_client *c = h->c;
-    _cleanup_free_ char *url = NULL;
-    if (asprintf(&url, "%s%s", c->cfg->server, h->path) < 0)
-        return -ENOMEM;
-    int r = build_headers(h, d);
+    _cleanup_strbuf_ struct strbuf request = STRBUF_INIT;
+    if (!c->pool)
+        return diag_fail(d, -EINVAL, "%s", c->pool_error);
+    int r = build_request(h, &request, d);
+    if (r >= 0)
+        r = kube_pool_send(c->pool, &request, &h->resp, h->stream ? 0 : c->timeout_ms, &http_ops, h,
+                           d, &h->conn);
+    if (request.buf)
+        explicit_bzero(request.buf, request.len); /* it held the token */
     if (r < 0)
         return r;
-    CURL *e = h->easy = curl_easy_init();
-    if (!e)
-        return -ENOMEM;
-    if (curl_easy_setopt(e, CURLOPT_URL, url) != CURLE_OK)
-        return diag_fail(d, -EINVAL, "cannot use URL %s%s", c->cfg->server, h->path);
-    curl_easy_setopt(e, CURLOPT_PRIVATE, h);
-    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "https,http");
-    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, h->error);
-    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
-    curl_easy_setopt(e, CURLOPT_WRITEDATA, h);
-    curl_easy_setopt(e, CURLOPT_HTTPHEADER, h->headers);
-    curl_easy_setopt(e, CURLOPT_USERAGENT, c->user_agent);
-    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, CONNECT_TIMEOUT_MS);
-    curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
-    if (!h->stream)
-        curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)c->timeout_ms);
-    if (strcmp(h->method, "GET") != 0)
-        curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, h->method);
-    if (h->body) {
-        curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)h->body_len);
-        curl_easy_setopt(e, CURLOPT_POSTFIELDS, h->body);
-    }
-    r = set_tls(c, e);
-    if (r < 0)
-        return diag_fail(d, r, "libcurl refused the TLS settings");
-    if (curl_multi_add_handle(c->multi, e) != CURLM_OK)
-        return diag_fail(d, -ENOMEM, "cannot add the request to the multi handle");
     h->started_ms = ev_loop_now_ms(c->loop);
     h->state = HTTP_ACTIVE;
     list_append(&c->active, h);
@@ -428,42 +360,15 @@ static void deliver(struct kube_client *c)
     }
 }
 
-/* What curl finished since the last look. */
-static void collect(struct kube_client *c)
+static void enter(void *userdata)
 {
-    CURLMsg *msg;
-    int left;
-    while ((msg = curl_multi_info_read(c->multi, &left))) {
-        if (msg->msg != CURLMSG_DONE)
-            continue;
-        struct kube_http *h = NULL;
-        curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&h);
-        CURLcode result = msg->data.result;
-        long code = 0;
-        curl_easy_getinfo(h->easy, CURLINFO_RESPONSE_CODE, &code);
-        if (result == CURLE_OK) {
-            h->error[0] = '\0';
-            http_finish(h, (int)code, NULL);
-            continue;
-        }
-        char why[DIAG_MSG_MAX];
-        if (h->too_large)
-            snprintf(why, sizeof(why), "response larger than %zu bytes", h->resp.cap);
-        else
-            snprintf(why, sizeof(why), "%s", h->error[0] ? h->error : curl_easy_strerror(result));
-        /* A stream that broke after its 200 keeps the status: what it delivered stands. */
-        http_finish(h, h->streaming ? (int)code : 0, why);
-    }
-}
-
-static void enter(struct kube_client *c)
-{
+    struct kube_client *c = userdata;
     c->busy++;
 }
 
-static void leave(struct kube_client *c)
+static void leave(void *userdata)
 {
-    collect(c);
+    struct kube_client *c = userdata;
     if (!c->dead)
         pump(c);
     deliver(c);
@@ -471,91 +376,11 @@ static void leave(struct kube_client *c)
         client_destroy(c);
 }
 
-static void on_io(struct ev_io *io, int fd, uint32_t revents, void *userdata)
-{
-    struct sock *s = userdata;
-    struct kube_client *c = s->c;
-    int flags = 0, running;
-    if (revents & (EV_READ | EV_HUP))
-        flags |= CURL_CSELECT_IN;
-    if (revents & EV_WRITE)
-        flags |= CURL_CSELECT_OUT;
-    if (revents & EV_ERROR)
-        flags |= CURL_CSELECT_ERR;
-    enter(c);
-    curl_multi_socket_action(c->multi, fd, flags, &running);
-    leave(c);
-}
-
-static void on_curl_timer(struct ev_timer *t, uint64_t expirations, void *userdata)
-{
-    struct kube_client *c = userdata;
-    int running;
-    enter(c);
-    curl_multi_socket_action(c->multi, CURL_SOCKET_TIMEOUT, 0, &running);
-    leave(c);
-}
-
 static void on_pump_timer(struct ev_timer *t, uint64_t expirations, void *userdata)
 {
     struct kube_client *c = userdata;
     enter(c);
     leave(c);
-}
-
-static void sock_free(struct kube_client *c, struct sock *s)
-{
-    if (s->prev)
-        s->prev->next = s->next;
-    else
-        c->socks = s->next;
-    if (s->next)
-        s->next->prev = s->prev;
-    ev_io_del(s->io);
-    free(s);
-}
-
-static int on_socket(CURL *e, curl_socket_t fd, int what, void *userdata, void *socketp)
-{
-    struct kube_client *c = userdata;
-    struct sock *s = socketp;
-    if (what == CURL_POLL_REMOVE) {
-        if (s) {
-            curl_multi_assign(c->multi, fd, NULL);
-            sock_free(c, s);
-        }
-        return 0;
-    }
-    uint32_t events = 0;
-    if (what == CURL_POLL_IN || what == CURL_POLL_INOUT)
-        events |= EV_READ;
-    if (what == CURL_POLL_OUT || what == CURL_POLL_INOUT)
-        events |= EV_WRITE;
-    if (s)
-        return ev_io_modify(s->io, events) < 0 ? -1 : 0;
-    s = calloc(1, sizeof(*s));
-    if (!s)
-        return -1;
-    s->c = c;
-    s->fd = fd;
-    if (ev_io_add(c->loop, fd, events, on_io, s, &s->io) < 0) {
-        free(s);
-        return -1;
-    }
-    s->next = c->socks;
-    if (c->socks)
-        c->socks->prev = s;
-    c->socks = s;
-    curl_multi_assign(c->multi, fd, s);
-    return 0;
-}
-
-static int on_timer_change(CURLM *m, long timeout_ms, void *userdata)
-{
-    struct kube_client *c = userdata;
-    if (timeout_ms < 0)
-        return ev_timer_disarm(c->curl_timer) < 0 ? -1 : 0;
-    return ev_timer_set(c->curl_timer, (uint64_t)timeout_ms, 0) < 0 ? -1 : 0;
 }
 
 int kube_http_start(struct kube_client *c, const struct kube_http_spec *spec,
@@ -666,13 +491,7 @@ static struct kube_config *config_copy(const struct kube_config *src)
 
 static void client_destroy(struct kube_client *c)
 {
-    if (c->multi) {
-        /* Handles first, so curl has nothing left to call back about when the multi goes. */
-        curl_multi_cleanup(c->multi);
-    }
-    while (c->socks)
-        sock_free(c, c->socks);
-    ev_timer_del(c->curl_timer);
+    kube_pool_free(c->pool);
     ev_timer_del(c->pump_timer);
     kube_token_cache_release(&c->token);
     kube_config_free(c->cfg);
@@ -723,12 +542,6 @@ struct kube_client *kube_client_free(struct kube_client *c)
 int kube_client_new(struct ev_loop *loop, const struct kube_config *cfg,
                     const struct kube_client_options *opts, struct kube_client **ret)
 {
-    static bool curl_ready;
-    if (!curl_ready) {
-        if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
-            return -ENOMEM;
-        curl_ready = true;
-    }
     static const struct kube_client_options defaults = {0};
     if (!opts)
         opts = &defaults;
@@ -743,12 +556,7 @@ int kube_client_new(struct ev_loop *loop, const struct kube_config *cfg,
         c->user_agent = strdup(opts->user_agent);
     else if (asprintf(&c->user_agent, "gpuplane/%s", GP_KUBE_VERSION) < 0)
         c->user_agent = NULL;
-    c->multi = curl_multi_init();
-    int r = c->cfg && c->user_agent && c->multi ? 0 : -ENOMEM;
-    if (r >= 0)
-        r = ev_timer_add(loop, 0, 0, on_curl_timer, c, &c->curl_timer);
-    if (r >= 0)
-        r = ev_timer_disarm(c->curl_timer);
+    int r = c->cfg && c->user_agent ? 0 : -ENOMEM;
     if (r >= 0)
         r = ev_timer_add(loop, 0, 0, on_pump_timer, c, &c->pump_timer);
     if (r >= 0)
@@ -757,10 +565,13 @@ int kube_client_new(struct ev_loop *loop, const struct kube_config *cfg,
         client_destroy(c);
         return r;
     }
-    curl_multi_setopt(c->multi, CURLMOPT_SOCKETFUNCTION, on_socket);
-    curl_multi_setopt(c->multi, CURLMOPT_SOCKETDATA, c);
-    curl_multi_setopt(c->multi, CURLMOPT_TIMERFUNCTION, on_timer_change);
-    curl_multi_setopt(c->multi, CURLMOPT_TIMERDATA, c);
+    /* A pool that cannot be made (no OpenSSL, a CA that does not parse) fails every request with
+     * the reason, as a server that cannot be reached does. */
+    struct diag d;
+    diag_init(&d);
+    const struct kube_pool_hooks hooks = {.enter = enter, .leave = leave, .userdata = c};
+    if (kube_pool_new(loop, c->cfg, &hooks, &d, &c->pool) < 0)
+        snprintf(c->pool_error, sizeof(c->pool_error), "%s", d.msg[0] ? d.msg : "out of memory");
     *ret = c;
     return 0;
 }

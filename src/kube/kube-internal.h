@@ -29,6 +29,133 @@ void kube_bucket_init(struct kube_bucket *b, double qps, unsigned burst, uint64_
  * milliseconds until one will be (at least 1). */
 uint64_t kube_bucket_take(struct kube_bucket *b, uint64_t now_ms);
 
+/* ---- HTTP/1.1 on the wire (kube-h1.c) ---- */
+
+enum kube_h1_state {
+    H1_HEAD,
+    H1_BODY_LENGTH, /* Content-Length bytes left */
+    H1_BODY_EOF,    /* until the connection closes */
+    H1_CHUNK_SIZE,
+    H1_CHUNK_DATA,
+    H1_CHUNK_END, /* the CRLF after a chunk's data */
+    H1_TRAILERS,
+    H1_DONE,
+};
+
+/* A response being read. */
+struct kube_h1 {
+    enum kube_h1_state state;
+    bool head_only; /* the answer to CONNECT (or HEAD): no body follows the head */
+    bool head_complete;
+    bool chunked;
+    bool close; /* the connection cannot carry another exchange */
+    int status;
+    int64_t content_length; /* -1: none given */
+    uint64_t left;
+    struct strbuf line; /* a head or chunk-size line being assembled */
+};
+
+void kube_h1_init(struct kube_h1 *p, bool head_only);
+void kube_h1_release(struct kube_h1 *p);
+/* Reads response bytes: body bytes (de-chunked) are appended to body. Stops at the end of the
+ * response (state H1_DONE); *ret_used says how much of in was consumed. A malformed response or a
+ * body past body's cap fails with d set, and the connection must be closed. */
+_wur_ int kube_h1_feed(struct kube_h1 *p, const char *in, size_t len, struct strbuf *body,
+                       struct diag *d, size_t *ret_used);
+/* The connection ended: 0 when that ends the response (a body delimited by it), -EPIPE if not. */
+_wur_ int kube_h1_eof(struct kube_h1 *p, struct diag *d);
+/* Appends a request: the request line, Host, the headers given (NULL entries skipped),
+ * Content-Length when there is a body or the method is not GET, and the body. */
+_wur_ int kube_h1_request(struct strbuf *out, const char *method, const char *host,
+                          const char *target, const char *const *headers, size_t n_headers,
+                          const char *body, size_t body_len);
+
+/* ---- where requests go (kube-target.c) ---- */
+
+struct kube_target {
+    bool https;
+    char host[256]; /* without brackets */
+    char port[8];
+    char authority[272]; /* host:port as the Host header and CONNECT say it */
+    char *base_path;     /* the server URL's path, no trailing '/'; "" for none */
+    bool proxied;
+    char proxy_host[256];
+    char proxy_port[8];
+    char *proxy_auth; /* "Proxy-Authorization: Basic ..." or NULL */
+};
+
+/* Takes the server URL apart and picks the proxy the environment names for it. */
+_wur_ int kube_target_parse(const char *server, struct kube_target *t, struct diag *d);
+void kube_target_release(struct kube_target *t);
+/* Whether NO_PROXY (list) or the loopback rule exempts host from the proxy. */
+bool kube_no_proxy(const char *host, const char *list);
+_wur_ int kube_base64_encode(const char *in, size_t n, struct strbuf *out);
+
+/* ---- TLS (kube-tls.c) ---- */
+
+enum kube_io {
+    KUBE_IO_READ,
+    KUBE_IO_WRITE,
+};
+
+struct kube_tls;
+struct kube_tls_conn;
+/* Loads OpenSSL (the first time) and builds the context for cfg's trust and identity. */
+_wur_ int kube_tls_new(const struct kube_config *cfg, struct diag *d, struct kube_tls **ret);
+struct kube_tls *kube_tls_free(struct kube_tls *t);
+DEFINE_POINTER_CLEANUP(struct kube_tls, kube_tls_free)
+_wur_ int kube_tls_conn_new(struct kube_tls *t, int fd, const char *host, struct diag *d,
+                            struct kube_tls_conn **ret);
+struct kube_tls_conn *kube_tls_conn_free(struct kube_tls_conn *tc);
+DEFINE_POINTER_CLEANUP(struct kube_tls_conn, kube_tls_conn_free)
+/* 0 when the handshake is done; -EAGAIN with *want when the socket must become ready first. */
+_wur_ int kube_tls_handshake(struct kube_tls_conn *tc, enum kube_io *want, struct diag *d);
+/* Bytes moved, 0 at the end of the stream (reads), -EAGAIN with *want, or an error with d. */
+_wur_ ssize_t kube_tls_read(struct kube_tls_conn *tc, void *buf, size_t n, enum kube_io *want,
+                            struct diag *d);
+_wur_ ssize_t kube_tls_write(struct kube_tls_conn *tc, const void *buf, size_t n,
+                             enum kube_io *want, struct diag *d);
+
+/* ---- connections (kube-conn.c) ---- */
+
+struct kube_pool;
+struct kube_conn;
+
+/* The client's brackets around every event the pool handles: the client delivers outcomes when it
+ * is left, once the pool no longer touches anything. */
+struct kube_pool_hooks {
+    void (*enter)(void *userdata);
+    void (*leave)(void *userdata);
+    void *userdata;
+};
+
+/* What an exchange tells its owner. After end, the handle is gone. */
+struct kube_conn_ops {
+    /* New body bytes were appended to the response buffer (the status is known). */
+    void (*body)(void *userdata, int status);
+    /* The exchange ended: error NULL for a complete response, else why (status is the response's
+     * if its head had come, else 0). */
+    void (*end)(void *userdata, int status, const char *error);
+    /* The request is being sent again on a new connection: this is its handle now. */
+    void (*moved)(void *userdata, struct kube_conn *conn);
+};
+
+_wur_ int kube_pool_new(struct ev_loop *loop, const struct kube_config *cfg,
+                        const struct kube_pool_hooks *hooks, struct diag *d,
+                        struct kube_pool **ret);
+/* Closes every connection; no exchange's functions run afterwards. */
+struct kube_pool *kube_pool_free(struct kube_pool *p);
+DEFINE_POINTER_CLEANUP(struct kube_pool, kube_pool_free)
+const struct kube_target *kube_pool_target(const struct kube_pool *p);
+/* Sends request (copied) on an idle connection or a new one; the response body goes to resp,
+ * which must live until end. timeout_ms 0: no deadline (a watch). The functions of ops are never
+ * called inside this call. */
+_wur_ int kube_pool_send(struct kube_pool *p, struct strbuf *request, struct strbuf *resp,
+                         uint32_t timeout_ms, const struct kube_conn_ops *ops, void *userdata,
+                         struct diag *d, struct kube_conn **ret);
+/* Ends the exchange and closes its connection; none of its functions runs afterwards. */
+void kube_conn_cancel(struct kube_conn *c);
+
 /* ---- one HTTP exchange (kube-client.c) ---- */
 
 struct kube_http;

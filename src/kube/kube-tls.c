@@ -1,0 +1,368 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * TLS to the API server with OpenSSL, loaded when the first client of an https server is made
+ * (base-dlib.h): only the daemons that talk to the API server map libssl and libcrypto. The context
+ * holds what the configuration says about trust and identity: the CA (a file, PEM in memory, or the
+ * system's store when none is configured), the client certificate and key, at least TLS 1.2, ALPN
+ * "http/1.1". Each connection checks the server's name (or IP address) against its certificate.
+ *
+ * Non-blocking throughout: a handshake, read or write that cannot go on says which way the socket
+ * has to become ready (KUBE_IO_READ / KUBE_IO_WRITE).
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+#include <signal.h>
+#include <string.h>
+
+#include "base-dlib.h"
+#include "kube-internal.h"
+
+static struct {
+    typeof(TLS_client_method) *TLS_client_method;
+    typeof(SSL_CTX_new) *SSL_CTX_new;
+    typeof(SSL_CTX_free) *SSL_CTX_free;
+    typeof(SSL_CTX_ctrl) *SSL_CTX_ctrl;
+    typeof(SSL_CTX_set_options) *SSL_CTX_set_options;
+    typeof(SSL_CTX_set_verify) *SSL_CTX_set_verify;
+    typeof(SSL_CTX_set_default_verify_paths) *SSL_CTX_set_default_verify_paths;
+    typeof(SSL_CTX_load_verify_locations) *SSL_CTX_load_verify_locations;
+    typeof(SSL_CTX_get_cert_store) *SSL_CTX_get_cert_store;
+    typeof(SSL_CTX_use_certificate) *SSL_CTX_use_certificate;
+    typeof(SSL_CTX_use_PrivateKey) *SSL_CTX_use_PrivateKey;
+    typeof(SSL_CTX_use_certificate_chain_file) *SSL_CTX_use_certificate_chain_file;
+    typeof(SSL_CTX_use_PrivateKey_file) *SSL_CTX_use_PrivateKey_file;
+    typeof(SSL_CTX_check_private_key) *SSL_CTX_check_private_key;
+    typeof(SSL_CTX_set_alpn_protos) *SSL_CTX_set_alpn_protos;
+    typeof(SSL_new) *SSL_new;
+    typeof(SSL_free) *SSL_free;
+    typeof(SSL_set_fd) *SSL_set_fd;
+    typeof(SSL_ctrl) *SSL_ctrl;
+    typeof(SSL_set1_host) *SSL_set1_host;
+    typeof(SSL_get0_param) *SSL_get0_param;
+    typeof(SSL_connect) *SSL_connect;
+    typeof(SSL_read) *SSL_read;
+    typeof(SSL_write) *SSL_write;
+    typeof(SSL_get_error) *SSL_get_error;
+    typeof(SSL_get_verify_result) *SSL_get_verify_result;
+    typeof(X509_verify_cert_error_string) *X509_verify_cert_error_string;
+    typeof(X509_VERIFY_PARAM_set1_ip_asc) *X509_VERIFY_PARAM_set1_ip_asc;
+    typeof(X509_STORE_add_cert) *X509_STORE_add_cert;
+    typeof(X509_free) *X509_free;
+    typeof(PEM_read_bio_X509) *PEM_read_bio_X509;
+    typeof(PEM_read_bio_PrivateKey) *PEM_read_bio_PrivateKey;
+    typeof(EVP_PKEY_free) *EVP_PKEY_free;
+    typeof(BIO_new_mem_buf) *BIO_new_mem_buf;
+    typeof(BIO_free) *BIO_free;
+    typeof(ERR_get_error) *ERR_get_error;
+    typeof(ERR_clear_error) *ERR_clear_error;
+    typeof(ERR_error_string_n) *ERR_error_string_n;
+} ossl;
+
+#define SYM(fn) DLIB_SYM(ossl.fn, fn)
+static const struct dlib_sym ossl_syms[] = {
+    SYM(TLS_client_method),
+    SYM(SSL_CTX_new),
+    SYM(SSL_CTX_free),
+    SYM(SSL_CTX_ctrl),
+    SYM(SSL_CTX_set_options),
+    SYM(SSL_CTX_set_verify),
+    SYM(SSL_CTX_set_default_verify_paths),
+    SYM(SSL_CTX_load_verify_locations),
+    SYM(SSL_CTX_get_cert_store),
+    SYM(SSL_CTX_use_certificate),
+    SYM(SSL_CTX_use_PrivateKey),
+    SYM(SSL_CTX_use_certificate_chain_file),
+    SYM(SSL_CTX_use_PrivateKey_file),
+    SYM(SSL_CTX_check_private_key),
+    SYM(SSL_CTX_set_alpn_protos),
+    SYM(SSL_new),
+    SYM(SSL_free),
+    SYM(SSL_set_fd),
+    SYM(SSL_ctrl),
+    SYM(SSL_set1_host),
+    SYM(SSL_get0_param),
+    SYM(SSL_connect),
+    SYM(SSL_read),
+    SYM(SSL_write),
+    SYM(SSL_get_error),
+    SYM(SSL_get_verify_result),
+    SYM(X509_verify_cert_error_string),
+    SYM(X509_VERIFY_PARAM_set1_ip_asc),
+    SYM(X509_STORE_add_cert),
+    SYM(X509_free),
+    SYM(PEM_read_bio_X509),
+    SYM(PEM_read_bio_PrivateKey),
+    SYM(EVP_PKEY_free),
+    SYM(BIO_new_mem_buf),
+    SYM(BIO_free),
+    SYM(ERR_get_error),
+    SYM(ERR_clear_error),
+    SYM(ERR_error_string_n),
+};
+#undef SYM
+
+/* OpenSSL pins itself in memory at initialisation, so it is never unloaded either. libssl's handle
+ * resolves libcrypto's symbols too (dlsym searches a library's dependencies). */
+static struct dlib ossl_lib = DLIB_INIT("libssl.so.3", "libssl3", ossl_syms, false);
+
+struct kube_tls {
+    SSL_CTX *ctx;
+};
+
+struct kube_tls_conn {
+    SSL *ssl;
+    char host[256];
+};
+
+/* OpenSSL's queued errors as one line (the first is the cause), the queue emptied. */
+static void ossl_errors(char *buf, size_t n)
+{
+    unsigned long e = ossl.ERR_get_error();
+    if (!e) {
+        snprintf(buf, n, "unknown TLS error");
+        return;
+    }
+    ossl.ERR_error_string_n(e, buf, n);
+    ossl.ERR_clear_error();
+}
+
+static int fail_ossl(struct diag *d, const char *what)
+{
+    char why[256];
+    ossl_errors(why, sizeof(why));
+    return diag_fail(d, -EINVAL, "%s: %s", what, why);
+}
+
+static BIO *pem_bio(const char *pem)
+{
+    return ossl.BIO_new_mem_buf(pem, (int)strlen(pem));
+}
+
+/* Every certificate of a PEM bundle into the context's trust store. */
+static int trust_pem(SSL_CTX *ctx, const char *pem, struct diag *d)
+{
+    BIO *bio = pem_bio(pem);
+    if (!bio)
+        return -ENOMEM;
+    X509_STORE *store = ossl.SSL_CTX_get_cert_store(ctx);
+    unsigned n = 0;
+    X509 *x;
+    while ((x = ossl.PEM_read_bio_X509(bio, NULL, NULL, NULL))) {
+        int ok = ossl.X509_STORE_add_cert(store, x);
+        ossl.X509_free(x);
+        if (!ok) {
+            ossl.BIO_free(bio);
+            return fail_ossl(d, "certificate-authority-data");
+        }
+        n++;
+    }
+    ossl.ERR_clear_error(); /* the end of the bundle reads as an error */
+    ossl.BIO_free(bio);
+    return n ? 0 : diag_fail(d, -EINVAL, "certificate-authority-data holds no certificate");
+}
+
+/* The client certificate (then its chain) and key from PEM in memory. */
+static int identity_pem(SSL_CTX *ctx, const char *cert, const char *key, struct diag *d)
+{
+    BIO *bio = pem_bio(cert);
+    if (!bio)
+        return -ENOMEM;
+    X509 *x = ossl.PEM_read_bio_X509(bio, NULL, NULL, NULL);
+    int ok = x && ossl.SSL_CTX_use_certificate(ctx, x);
+    if (x)
+        ossl.X509_free(x);
+    while (ok && (x = ossl.PEM_read_bio_X509(bio, NULL, NULL, NULL))) /* takes x */
+        ok = ossl.SSL_CTX_ctrl(ctx, SSL_CTRL_CHAIN_CERT, 0, x) == 1;
+    ossl.BIO_free(bio);
+    if (!ok)
+        return fail_ossl(d, "client-certificate-data");
+    ossl.ERR_clear_error();
+    bio = pem_bio(key);
+    if (!bio)
+        return -ENOMEM;
+    EVP_PKEY *k = ossl.PEM_read_bio_PrivateKey(bio, NULL, NULL, NULL);
+    ok = k && ossl.SSL_CTX_use_PrivateKey(ctx, k);
+    if (k)
+        ossl.EVP_PKEY_free(k);
+    ossl.BIO_free(bio);
+    return ok ? 0 : fail_ossl(d, "client-key-data");
+}
+
+static int set_trust(SSL_CTX *ctx, const struct kube_config *cfg, struct diag *d)
+{
+    if (cfg->insecure) {
+        ossl.SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, NULL);
+        return 0;
+    }
+    ossl.SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+    if (cfg->ca_pem)
+        return trust_pem(ctx, cfg->ca_pem, d);
+    if (cfg->ca_file)
+        return ossl.SSL_CTX_load_verify_locations(ctx, cfg->ca_file, NULL)
+                   ? 0
+                   : fail_ossl(d, cfg->ca_file);
+    return ossl.SSL_CTX_set_default_verify_paths(ctx) ? 0 : fail_ossl(d, "system CA store");
+}
+
+static int set_identity(SSL_CTX *ctx, const struct kube_config *cfg, struct diag *d)
+{
+    if (cfg->cert_pem && cfg->key_pem)
+        return identity_pem(ctx, cfg->cert_pem, cfg->key_pem, d);
+    if (cfg->cert_file && !ossl.SSL_CTX_use_certificate_chain_file(ctx, cfg->cert_file))
+        return fail_ossl(d, cfg->cert_file);
+    if (cfg->key_file && !ossl.SSL_CTX_use_PrivateKey_file(ctx, cfg->key_file, SSL_FILETYPE_PEM))
+        return fail_ossl(d, cfg->key_file);
+    if ((cfg->cert_pem || cfg->cert_file) && !ossl.SSL_CTX_check_private_key(ctx))
+        return fail_ossl(d, "client certificate and key do not match");
+    return 0;
+}
+
+struct kube_tls *kube_tls_free(struct kube_tls *t)
+{
+    if (t) {
+        if (t->ctx)
+            ossl.SSL_CTX_free(t->ctx);
+        free(t);
+    }
+    return NULL;
+}
+
+/* OpenSSL writes to its socket with write(2), so a peer that closed the connection would kill the
+ * process with SIGPIPE; a daemon wants EPIPE instead (as Go's runtime arranges for its sockets). A
+ * handler someone else installed is left alone. */
+static void ignore_sigpipe(void)
+{
+    struct sigaction old;
+    if (sigaction(SIGPIPE, NULL, &old) == 0 && old.sa_handler == SIG_DFL)
+        signal(SIGPIPE, SIG_IGN);
+}
+
+int kube_tls_new(const struct kube_config *cfg, struct diag *d, struct kube_tls **ret)
+{
+    static const unsigned char alpn[] = "\x08http/1.1";
+    int r = dlib_pin(&ossl_lib, d);
+    if (r < 0)
+        return r;
+    ignore_sigpipe();
+    _cleanup_(kube_tls_freep) struct kube_tls *t = calloc(1, sizeof(*t));
+    if (!t)
+        return -ENOMEM;
+    t->ctx = ossl.SSL_CTX_new(ossl.TLS_client_method());
+    if (!t->ctx)
+        return fail_ossl(d, "TLS context");
+    ossl.SSL_CTX_ctrl(t->ctx, SSL_CTRL_SET_MIN_PROTO_VERSION, TLS1_2_VERSION, NULL);
+    ossl.SSL_CTX_ctrl(t->ctx, SSL_CTRL_MODE,
+                      SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER, NULL);
+    /* A body delimited by the end of the connection must not read as an error. */
+    ossl.SSL_CTX_set_options(t->ctx, SSL_OP_IGNORE_UNEXPECTED_EOF | SSL_OP_NO_RENEGOTIATION);
+    ossl.SSL_CTX_set_alpn_protos(t->ctx, alpn, sizeof(alpn) - 1);
+    r = set_trust(t->ctx, cfg, d);
+    if (r >= 0)
+        r = set_identity(t->ctx, cfg, d);
+    if (r < 0)
+        return r;
+    *ret = TAKE_PTR(t);
+    return 0;
+}
+
+struct kube_tls_conn *kube_tls_conn_free(struct kube_tls_conn *tc)
+{
+    if (tc) {
+        if (tc->ssl)
+            ossl.SSL_free(tc->ssl);
+        free(tc);
+    }
+    return NULL;
+}
+
+static bool is_ip(const char *host)
+{
+    unsigned char buf[sizeof(struct in6_addr)];
+    return inet_pton(AF_INET, host, buf) == 1 || inet_pton(AF_INET6, host, buf) == 1;
+}
+
+int kube_tls_conn_new(struct kube_tls *t, int fd, const char *host, struct diag *d,
+                      struct kube_tls_conn **ret)
+{
+    _cleanup_(kube_tls_conn_freep) struct kube_tls_conn *tc = calloc(1, sizeof(*tc));
+    if (!tc)
+        return -ENOMEM;
+    snprintf(tc->host, sizeof(tc->host), "%s", host);
+    tc->ssl = ossl.SSL_new(t->ctx);
+    if (!tc->ssl || !ossl.SSL_set_fd(tc->ssl, fd))
+        return fail_ossl(d, "TLS connection");
+    int ok;
+    if (is_ip(host)) /* no SNI for addresses (RFC 6066); the certificate must name the IP */
+        ok = ossl.X509_VERIFY_PARAM_set1_ip_asc(ossl.SSL_get0_param(tc->ssl), host);
+    else
+        ok = ossl.SSL_ctrl(tc->ssl, SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name,
+                           (void *)host) &&
+             ossl.SSL_set1_host(tc->ssl, host);
+    if (!ok)
+        return fail_ossl(d, "TLS server name");
+    *ret = TAKE_PTR(tc);
+    return 0;
+}
+
+/* Maps SSL_get_error() to want flags or a failure message. */
+static int io_result(struct kube_tls_conn *tc, int rc, const char *what, enum kube_io *want,
+                     struct diag *d)
+{
+    int e = ossl.SSL_get_error(tc->ssl, rc);
+    switch (e) {
+    case SSL_ERROR_WANT_READ:
+        *want = KUBE_IO_READ;
+        return -EAGAIN;
+    case SSL_ERROR_WANT_WRITE:
+        *want = KUBE_IO_WRITE;
+        return -EAGAIN;
+    case SSL_ERROR_ZERO_RETURN:
+        return 0;
+    case SSL_ERROR_SYSCALL: {
+        int err = errno;
+        ossl.ERR_clear_error();
+        return diag_fail(d, -EPIPE, "TLS %s with %s: %s", what, tc->host,
+                         err ? strerror(err) : "connection closed");
+    }
+    default: {
+        char why[256];
+        long v = ossl.SSL_get_verify_result(tc->ssl);
+        ossl_errors(why, sizeof(why));
+        if (v != X509_V_OK)
+            return diag_fail(d, -EPROTO, "TLS %s with %s: %s: %s", what, tc->host, why,
+                             ossl.X509_verify_cert_error_string(v));
+        return diag_fail(d, -EPROTO, "TLS %s with %s: %s", what, tc->host, why);
+    }
+    }
+}
+
+int kube_tls_handshake(struct kube_tls_conn *tc, enum kube_io *want, struct diag *d)
+{
+    int rc = ossl.SSL_connect(tc->ssl);
+    if (rc == 1)
+        return 0;
+    int r = io_result(tc, rc, "handshake", want, d);
+    return r == 0 ? diag_fail(d, -EPIPE, "TLS handshake with %s: connection closed", tc->host) : r;
+}
+
+ssize_t kube_tls_read(struct kube_tls_conn *tc, void *buf, size_t n, enum kube_io *want,
+                      struct diag *d)
+{
+    int rc = ossl.SSL_read(tc->ssl, buf, n > INT32_MAX ? INT32_MAX : (int)n);
+    return rc > 0 ? rc : io_result(tc, rc, "read", want, d);
+}
+
+ssize_t kube_tls_write(struct kube_tls_conn *tc, const void *buf, size_t n, enum kube_io *want,
+                       struct diag *d)
+{
+    int rc = ossl.SSL_write(tc->ssl, buf, n > INT32_MAX ? INT32_MAX : (int)n);
+    if (rc > 0)
+        return rc;
+    ssize_t r = io_result(tc, rc, "write", want, d);
+    return r == 0 ? diag_fail(d, -EPIPE, "TLS write to %s: connection closed", tc->host) : r;
+}
