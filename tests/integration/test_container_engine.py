@@ -23,7 +23,9 @@ that can start a container; otherwise the tests skip, saying why.
 import json
 import os
 import pathlib
+import re
 import shutil
+import signal
 import stat
 import subprocess
 import tempfile
@@ -34,11 +36,14 @@ import yaml
 
 from conftest import NODES, ROOT
 from dp_harness import GPU, plugin  # noqa: F401
-from test_dra_driver import Driver, devices_of, short_dir
+from test_dra_driver import DRIVER, NODE, T, Driver, devices_of, short_dir
 
 PROFILE = "dgx-h100"
 LIBDIR = "usr/lib/x86_64-linux-gnu"
 CONTROL = ["nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", "nvidia-modeset"]
+# The driver's tools a spec mounts when the root has them (docs/cdi.md).
+TOOLS = ["nvidia-smi", "nvidia-debugdump", "nvidia-persistenced", "nvidia-cuda-mps-control",
+         "nvidia-cuda-mps-server", "nvidia-imex", "nvidia-imex-ctl"]
 # NVIDIA's character major; nvidia-uvm and nvidia-caps get dynamic majors on a real node, any
 # unused number stands in for them here.
 NVIDIA_MAJOR = 195
@@ -247,27 +252,45 @@ def driver_root(engine):
 
 
 @pytest.fixture(scope="module")
-def gpus(gp):
-    """{uuid: minor} and {index: minor} of the profile, as NVML reports them."""
-    info = gp.json("info", "--mock", PROFILE, "--json")
-    return ({g["uuid"]: g["minor"] for g in info["gpus"]}, {g["index"]: g["minor"] for g in info["gpus"]})
+def info(gp):
+    """`gpuplane info --json` of a profile, as NVML reports it."""
+    cache = {}
+
+    def get(profile=PROFILE):
+        if profile not in cache:
+            cache[profile] = gp.json("info", "--mock", profile, "--json")
+        return cache[profile]
+    return get
+
+
+def minors_of(info, ids):
+    """The minors of GPUs named by UUID or index."""
+    return sorted(g["minor"] for g in info["gpus"] if g["uuid"] in ids or g["index"] in ids)
+
+
+def mock_root(log):
+    """The driver root a daemon made for --mock, from its log; it must hold character devices."""
+    m = re.search(r'"the simulated node\'s driver root" path="([^"]+)" made="?true"? device_nodes="([^"]+)"', log)
+    assert m, log[-3000:]
+    assert m.group(2) == "character devices", m.group(0)
+    return pathlib.Path(m.group(1))
 
 
 # ---- what the container must see ----
 
 
-def driver_files(root):
+def driver_files(root, version):
     """The container paths the driver root's files must be mounted at, worked out from the root
     itself rather than from the spec: every regular lib*.so.<version> in the library directory and
-    the tools in usr/bin (make-driver-root.sh's layout)."""
-    version = (root / "proc" / "driver" / "nvidia" / "version").read_text().split()[7]
+    the driver's tools in usr/bin."""
     out = {}
     for f in sorted((root / LIBDIR).iterdir()):
         if f.name.startswith("lib") and f.name.endswith(f".so.{version}") and f.is_file() and not f.is_symlink():
             out[f"/{LIBDIR}/{f.name}"] = f
-    for f in sorted((root / "usr" / "bin").iterdir()):
-        if f.name.startswith("nvidia-") and f.is_file() and not f.is_symlink():
-            out[f"/usr/bin/{f.name}"] = f
+    for tool in TOOLS:
+        f = root / "usr" / "bin" / tool
+        if f.is_file() and not f.is_symlink():
+            out[f"/usr/bin/{tool}"] = f
     return out
 
 
@@ -278,9 +301,11 @@ def mig_caps(root, minor, gi, ci):
             f"nvidia-caps/nvidia-cap{minors[f'gpu{minor}/gi{gi}/ci{ci}/access']}"]
 
 
-def check(engine, seen, root, minors, extra_nodes=()):
-    """The container saw exactly the GPUs of `minors` (plus `extra_nodes`, paths under dev/), the
-    control nodes and the driver's files."""
+def look(engine, specs, devices, root, version, minors, extra_nodes=()):
+    """Runs a container given `devices` and checks that it saw exactly the GPUs of `minors` (plus
+    `extra_nodes`, paths under dev/), the control nodes and the driver's files of `root`."""
+    files = driver_files(root, version)
+    seen = engine.see(specs, devices, files=files)
     nodes = [f"nvidia{m}" for m in minors] + CONTROL + list(extra_nodes)
     expected = {}
     for node in nodes:
@@ -291,7 +316,6 @@ def check(engine, seen, root, minors, extra_nodes=()):
     seen_extra = {p: v for p, v in seen.devices.items() if p not in engine.baseline.devices}
     assert seen_extra == expected
 
-    files = driver_files(root)
     assert len(files) >= 6, files
     assert seen.mounts - engine.baseline.mounts == set(files)
     for path, host in files.items():
@@ -314,49 +338,51 @@ def refused(engine, specs, name):
 
 
 # ---- (a) gpuplane cdi generate ----
+#
+# With --mock alone, `cdi generate` makes the simulated node's driver root for the run and removes
+# it when it exits, so the spec it leaves names host paths that are gone: an engine can only run
+# the spec of an explicit --nvidia-driver-root, which is what these tests give it.
 
 
-@pytest.fixture(scope="module")
-def node_spec(gp, engine, driver_root):
-    specs = engine.work / "node-specs"
-    p = gp.run("cdi", "generate", "--mock", PROFILE, "--nvidia-driver-root", driver_root,
+def generate(gp, engine, profile, root):
+    specs = engine.work / f"specs-{profile}"
+    p = gp.run("cdi", "generate", "--mock", profile, "--nvidia-driver-root", root,
                "--nvidia-cdi-hook-path", engine.hook, "--output", specs)
     assert p.returncode == 0, p.stderr
     return specs, json.loads((specs / "nvidia.com-gpu.json").read_text())
 
 
-def test_cdi_generate_one_gpu_by_index(engine, node_spec, driver_root):
+@pytest.fixture(scope="module")
+def node_spec(gp, engine, driver_root):
+    return generate(gp, engine, PROFILE, driver_root)
+
+
+def test_cdi_generate_one_gpu_by_index(engine, node_spec, driver_root, info):
     specs, spec = node_spec
-    seen = engine.see(specs, ["nvidia.com/gpu=3"], files=driver_files(driver_root))
-    check(engine, seen, driver_root, [3])
+    look(engine, specs, ["nvidia.com/gpu=3"], driver_root, info()["driverVersion"], [3])
     check_hooks(engine, spec)
 
 
-def test_cdi_generate_gpus_by_uuid_and_index(engine, node_spec, driver_root, gpus):
+def test_cdi_generate_gpus_by_uuid_and_index(engine, node_spec, driver_root, info):
     specs, _ = node_spec
-    by_uuid, _ = gpus
-    uuid5 = next(u for u, m in by_uuid.items() if m == 5)
-    seen = engine.see(specs, [f"nvidia.com/gpu={uuid5}", "nvidia.com/gpu=0"], files=driver_files(driver_root))
-    check(engine, seen, driver_root, [0, 5])
+    gpu5 = next(g for g in info()["gpus"] if g["index"] == 5)
+    look(engine, specs, [f"nvidia.com/gpu={gpu5['uuid']}", "nvidia.com/gpu=0"], driver_root,
+         info()["driverVersion"], minors_of(info(), [0, 5]))
 
 
-def test_cdi_generate_all(engine, node_spec, driver_root, gpus):
+def test_cdi_generate_all(engine, node_spec, driver_root, info):
     specs, _ = node_spec
-    seen = engine.see(specs, ["nvidia.com/gpu=all"], files=driver_files(driver_root))
-    check(engine, seen, driver_root, sorted(gpus[0].values()))
+    look(engine, specs, ["nvidia.com/gpu=all"], driver_root, info()["driverVersion"],
+         [g["minor"] for g in info()["gpus"]])
 
 
-def test_cdi_generate_mig_device(gp, engine):
+def test_cdi_generate_mig_device(gp, engine, info):
     root = make_driver_root(engine, "a100-mig")
-    specs = engine.work / "mig-specs"
-    p = gp.run("cdi", "generate", "--mock", "a100-mig", "--nvidia-driver-root", root,
-               "--nvidia-cdi-hook-path", engine.hook, "--output", specs)
-    assert p.returncode == 0, p.stderr
-    info = gp.json("info", "--mock", "a100-mig", "--json")
-    gpu = info["gpus"][1]
+    specs, _ = generate(gp, engine, "a100-mig", root)
+    gpu = info("a100-mig")["gpus"][1]
     mig = next(m for m in gpu["migDevices"] if m["ciId"] != 0)  # a compute instance, not a whole GI
-    seen = engine.see(specs, [f"nvidia.com/gpu={mig['uuid']}"], files=driver_files(root))
-    check(engine, seen, root, [gpu["minor"]], mig_caps(root, gpu["minor"], mig["giId"], mig["ciId"]))
+    look(engine, specs, [f"nvidia.com/gpu={mig['uuid']}"], root, info("a100-mig")["driverVersion"],
+         [gpu["minor"]], mig_caps(root, gpu["minor"], mig["giId"], mig["ciId"]))
 
 
 def test_cdi_generate_unknown_device_is_refused(engine, node_spec):
@@ -365,31 +391,63 @@ def test_cdi_generate_unknown_device_is_refused(engine, node_spec):
     refused(engine, specs, "nvidia.com/gpu=GPU-00000000-0000-0000-0000-000000000000")
 
 
-# ---- (b) the device plugin, cdi-cri ----
+# ---- (b) the device plugin, cdi-cri, on --mock alone ----
 
 
-def test_device_plugin_cdi_cri(engine, driver_root, plugin, gpus):  # noqa: F811
+def test_device_plugin_cdi_cri(engine, plugin, info):  # noqa: F811
     specs = engine.work / "dp-specs"
-    p = plugin(PROFILE, args=["--device-list-strategy=cdi-cri", "--driver-root", driver_root,
-                              "--cdi-spec-dir", specs, "--nvidia-cdi-hook-path", engine.hook])
+    p = plugin(PROFILE, args=["--device-list-strategy=cdi-cri", "--cdi-spec-dir", specs,
+                              "--nvidia-cdi-hook-path", engine.hook])
+    root = mock_root(p.log())
     a = p.kubelet.allocate(GPU, 2, pod="engine")
     names = a.response["cdi_devices"]
     assert names == [f"k8s.device-plugin.nvidia.com/gpu={i}" for i in a.device_ids]
-    seen = engine.see(specs, names, files=driver_files(driver_root))
-    check(engine, seen, driver_root, sorted(gpus[0][i] for i in a.device_ids))
-    spec = json.loads((specs / "k8s.device-plugin.nvidia.com-gpu.json").read_text())
-    check_hooks(engine, spec)
+    look(engine, specs, names, root, info()["driverVersion"], minors_of(info(), a.device_ids))
+    check_hooks(engine, json.loads((specs / "k8s.device-plugin.nvidia.com-gpu.json").read_text()))
     refused(engine, specs, "k8s.device-plugin.nvidia.com/gpu=GPU-00000000-0000-0000-0000-000000000000")
+    assert p.stop() == 0
+    assert not root.exists(), "the simulated node's driver root outlived the plugin"
 
 
-# ---- (c) the DRA driver, a per-claim spec ----
+# ---- (c) the DRA driver, a per-claim spec, on --mock alone ----
 
 
-def test_dra_claim_spec(gp, fakekube, engine, driver_root, gpus):
+class MockNode(Driver):
+    """test_dra_driver's node with `gpuplane dra-driver --mock` alone: the driver brings the
+    simulated node's driver root."""
+
+    def start(self, args=()):
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("MOCK_NVML", "GPUPLANE_"))}
+        env["MOCK_NVML_EVENTS"] = str(self.events)
+        self.runs += 1
+        self.log_path = self.work / f"driver-{self.runs}.log"
+        cmd = [str(self.gp.binary), "dra-driver", f"--mock={self.profile}", f"--node-name={NODE}",
+               f"--kubeconfig={self.fk.kubeconfig}", f"--kubelet-registrar-directory-path={self.reg_dir}",
+               f"--kubelet-plugins-directory-path={self.plugins}", f"--cdi-root={self.cdi}", *args]
+        with open(self.log_path, "w") as log:
+            self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                         stderr=log, env=env)
+        self.kubelet.wait_registered(DRIVER, timeout=T)
+        return self.proc
+
+    def close(self):
+        """Ends the driver by PID: SIGTERM (it removes its driver root), SIGKILL after T s."""
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(T)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(T)
+        self.kubelet.stop()
+
+
+def test_dra_claim_spec(gp, fakekube, engine, info):
     work = short_dir()
-    node = Driver(gp, fakekube, work, driver_root, PROFILE)
+    node = MockNode(gp, fakekube, work, None, PROFILE)
     try:
         node.start(args=["--nvidia-cdi-hook-path", str(engine.hook)])
+        root = mock_root(node.log())
         node.wait_slices()
         claim = node.claim("engine", count=2,
                            selector="device.attributes['gpu.nvidia.com'].index in [2, 6]")
@@ -399,16 +457,16 @@ def test_dra_claim_spec(gp, fakekube, engine, driver_root, gpus):
         assert r.ok, r.errors
         names = r.cdi_ids(uid)
         assert sorted(names) == [f"k8s.gpu.nvidia.com/claim={uid}-gpu-{i}" for i in (2, 6)]
-        seen = engine.see(node.cdi, names, files=driver_files(driver_root))
-        check(engine, seen, driver_root, [gpus[1][2], gpus[1][6]])
+        look(engine, node.cdi, names, root, info()["driverVersion"], minors_of(info(), [2, 6]))
         check_hooks(engine, yaml.safe_load(node.spec_path(uid).read_text()))
-        # A device of the claim's kind the claim does not hold, and a claim not prepared.
+        # A device of the claim's kind the claim does not hold, and a claim never prepared.
         refused(engine, node.cdi, f"k8s.gpu.nvidia.com/claim={uid}-gpu-3")
         refused(engine, node.cdi, f"k8s.gpu.nvidia.com/claim={uuid.uuid4()}-gpu-2")
         # Unprepared, the claim's devices are gone for the engine too.
         assert node.unprepare(claim).ok
         refused(engine, node.cdi, names[0])
         assert node.stop() == 0
+        assert not root.exists(), "the simulated node's driver root outlived the driver"
     finally:
         node.close()
         shutil.rmtree(work, ignore_errors=True)
