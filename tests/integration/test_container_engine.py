@@ -11,7 +11,9 @@ and the test looks inside the container: the character devices it sees must be e
 GPUs' /dev/nvidia<minor> plus the control nodes, with the host nodes' major:minor; the mount points
 it has beyond a container without devices must be exactly the driver's libraries and tools, each the
 very host file (same st_dev and st_ino); the spec's createContainer hooks must have run with the
-spec's arguments; and a device no spec names must be refused by the engine.
+spec's arguments; and a device no spec names must be refused by the engine. The daemons run on --mock alone (they
+make the simulated node's driver root, with character devices as root); `cdi generate` is given a
+--nvidia-driver-root, because the root it makes for --mock is gone when it exits.
 
 The engine is isolated from the host (docs/testing.md explains each flag): storage, run root and
 temporary files in a temp dir; podman runs in a private mount namespace where the temp dir is
@@ -27,6 +29,7 @@ import re
 import shutil
 import signal
 import stat
+import struct
 import subprocess
 import tempfile
 import uuid
@@ -180,6 +183,21 @@ network_config_dir = "{work}/net"
         return [line.split() for line in self.hook_log.read_text().splitlines()]
 
 
+def dynamically_linked(path):
+    """True when the ELF file has a program interpreter (PT_INTERP): it needs libraries the
+    container's root does not have."""
+    with open(path, "rb") as f:
+        head = f.read(64)
+        if head[:4] != b"\x7fELF" or head[4] != 2:  # a 64-bit ELF file
+            return True
+        end = "<" if head[5] == 1 else ">"
+        phoff, = struct.unpack_from(end + "Q", head, 32)
+        phentsize, phnum = struct.unpack_from(end + "HH", head, 54)
+        f.seek(phoff)
+        table = f.read(phentsize * phnum)
+    return any(struct.unpack_from(end + "I", table, i * phentsize)[0] == 3 for i in range(phnum))
+
+
 def skip_reason():
     """Why podman cannot run containers here, or None."""
     if os.geteuid() != 0:
@@ -187,6 +205,8 @@ def skip_reason():
     for tool in ("podman", "runc", "unshare", "busybox"):
         if not shutil.which(tool, path="/usr/sbin:/usr/bin:/sbin:/bin"):
             return f"{tool} is not installed (scripts/install-deps.sh installs podman, runc, busybox-static)"
+    if dynamically_linked(shutil.which("busybox", path="/bin:/usr/bin")):
+        return "busybox is not a static binary (install busybox-static)"
     return None
 
 
