@@ -64,7 +64,8 @@ def driver_roots(tmp_path_factory):
 
 
 class Driver:
-    """One node: the kubelet emulator on private directories and the driver processes started on it."""
+    """One node: the kubelet emulator on private directories and the driver processes started on it.
+    root None: no --nvidia-driver-root (the simulated node's own root)."""
 
     def __init__(self, gp, fakekube, work, root, profile):
         self.gp, self.fk, self.work, self.root, self.profile = gp, fakekube, work, root, profile
@@ -93,7 +94,7 @@ class Driver:
         cmd = [str(self.gp.binary), "dra-driver", f"--mock={self.profile}", f"--node-name={NODE}",
                f"--kubeconfig={self.fk.kubeconfig}", f"--kubelet-registrar-directory-path={self.reg_dir}",
                f"--kubelet-plugins-directory-path={self.plugins}", f"--cdi-root={self.cdi}",
-               f"--nvidia-driver-root={self.root}", *args]
+               *([f"--nvidia-driver-root={self.root}"] if self.root else []), *args]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=open(self.log_path, "w"),
                                      env=full)
         if wait == "serving":
