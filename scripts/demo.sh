@@ -68,9 +68,11 @@ title "gpuplane dra-driver: the DRA kubelet driver (gpu.nvidia.com)"
 cat <<'TEXT'
 examples/dra/dra-driver/run-local.sh: the test API server (tests/integration/fakekube.py, HTTPS,
 every body checked against the resource.k8s.io/v1 schema), the driver on the simulated DGX H100
-registering with the DRA kubelet emulator and publishing its ResourceSlice, a claim for 2 GPUs
-allocated by gpuplane allocate against that slice, NodePrepareResources (its per-claim CDI spec,
-shortened here) and NodeUnprepareResources.
+(`gpuplane dra-driver --mock dgx-h100`, no driver root given: the simulated node makes its own in a
+private directory, removed when the driver stops) registering with the DRA kubelet emulator and
+publishing its ResourceSlice, a claim for 2 GPUs allocated by gpuplane allocate against that slice,
+NodePrepareResources (its per-claim CDI spec, shortened here, naming that root's files) and
+NodeUnprepareResources.
 TEXT
 echo
 # The CDI spec carries every driver library mount: show its first lines only.

@@ -29,4 +29,5 @@ def test_demo_script():
     assert re.search(r"NodePrepareResources: ok=True cdi ids=\['k8s.gpu.nvidia.com/claim=[0-9a-f-]{36}-gpu-", dra)
     assert 'kind: "k8s.gpu.nvidia.com/claim"' in dra
     assert "NodeUnprepareResources: ok=True; spec still there: False" in dra
+    assert '/gpuplane-mock-' in dra and "removed on SIGTERM: True" in dra
     assert "scheduled 5 of 6 pods, 1 unschedulable" in dra

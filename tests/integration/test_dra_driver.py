@@ -815,6 +815,11 @@ def test_run_local_example(gp):
     assert "NodePrepareResources: ok=True" in p.stdout
     assert "kind: \"k8s.gpu.nvidia.com/claim\"" in p.stdout
     assert "spec still there: False" in p.stdout
+    # --mock alone: the simulated node's own driver root, named by the spec, gone after SIGTERM.
+    script = (ROOT / "examples" / "dra" / "dra-driver" / "run-local.sh").read_text()
+    assert "--nvidia-driver-root" not in script and "make-driver-root" not in script
+    assert '/gpuplane-mock-' in p.stdout
+    assert "removed on SIGTERM: True" in p.stdout
 
 
 def test_daemonset_example_names_real_flags(gp):

@@ -59,5 +59,11 @@ with FakeKube(work / "api") as api, dra_emu.DraKubelet(work / "reg") as kubelet:
     finally:
         driver.send_signal(signal.SIGTERM)
         driver.wait(15)
+# The simulated node's driver root, as the driver logged it, is gone with the driver.
+for line in (work / "driver.log").read_text().splitlines():
+    if "the simulated node's driver root" in line:
+        root = pathlib.Path(line.split(' path="', 1)[1].split('"', 1)[0])
+        print(f"the simulated node's driver root {root}: removed on SIGTERM: {not root.exists()}")
+        ok = ok and not root.exists()
 sys.exit(0 if ok else 1)
 PY
