@@ -81,6 +81,20 @@ static void test_defaults(void **state)
     dra_options_release(&o);
 }
 
+/* --mock without a driver root leaves it unset: the daemon then makes the simulated node's. */
+static void test_mock_leaves_the_driver_root_unset(void **state)
+{
+    struct dra_options o;
+    struct diag d;
+    assert_int_equal(parse(&o, &d, ARGS("--node-name=n1", "--mock=dgx-h100")), 0);
+    assert_null(o.driver_root);
+    dra_options_release(&o);
+    assert_int_equal(parse(&o, &d, ARGS("--node-name=n1", "--mock=dgx-h100", "--driver-root=/")),
+                     0);
+    assert_string_equal(o.driver_root, "/");
+    dra_options_release(&o);
+}
+
 static void test_spellings_and_aliases(void **state)
 {
     const char *const *const cases[] = {
@@ -217,6 +231,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup(test_defaults, setup),
+        cmocka_unit_test_setup(test_mock_leaves_the_driver_root_unset, setup),
         cmocka_unit_test_setup(test_spellings_and_aliases, setup),
         cmocka_unit_test_setup(test_flag_over_environment, setup),
         cmocka_unit_test_setup(test_kubeconfig_variable_left_to_the_client, setup),
