@@ -117,7 +117,10 @@ int rpc_msg_encode(struct strbuf *out, const ProtobufCMessage *msg, size_t max)
 {
     struct strbuf_sink sink = {.base.append = sink_append, .sb = out};
     size_t size = protobuf_c_message_get_packed_size(msg), start = out->len;
-    uint8_t prefix[RPC_PREFIX_LEN];
+    /* Small messages (every device plugin answer) are packed here in one pass and appended at
+     * once; pack_to_buffer's append per field costs several times that. */
+    uint8_t small[RPC_PREFIX_LEN + 1024];
+    uint8_t *prefix = small;
     int r;
 
     if (max == 0)
@@ -129,7 +132,12 @@ int rpc_msg_encode(struct strbuf *out, const ProtobufCMessage *msg, size_t max)
     prefix[2] = (uint8_t)(size >> 16);
     prefix[3] = (uint8_t)(size >> 8);
     prefix[4] = (uint8_t)size;
-    r = strbuf_add(out, prefix, sizeof(prefix));
+    if (size <= sizeof(small) - RPC_PREFIX_LEN) {
+        if (protobuf_c_message_pack(msg, small + RPC_PREFIX_LEN) != size)
+            return -EIO;
+        return strbuf_add(out, small, RPC_PREFIX_LEN + size);
+    }
+    r = strbuf_add(out, prefix, RPC_PREFIX_LEN);
     if (r < 0)
         return r;
     protobuf_c_message_pack_to_buffer(msg, &sink.base);

@@ -2,7 +2,8 @@
 /*
  * HTTP/2 pieces both sides need on top of nghttp2: a header list copied out of nghttp2's header
  * callbacks under a size cap (nghttp2 hands us each field once, and a peer may send as many as its
- * frames hold), and the content-type check gRPC asks for.
+ * frames hold), in one text buffer so a call's headers cost two allocations, and the content-type
+ * check gRPC asks for.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -21,71 +22,73 @@ void rpc_header_list_init(struct rpc_header_list *h, size_t cap)
 
 void rpc_header_list_reset(struct rpc_header_list *h)
 {
-    for (size_t i = 0; i < h->n; i++) {
-        free(h->items[i].name);
-        free(h->items[i].value);
-    }
     h->n = 0;
+    h->text_len = 0;
     h->bytes = 0;
 }
 
 void rpc_header_list_release(struct rpc_header_list *h)
 {
-    rpc_header_list_reset(h);
     free(h->items);
-    h->items = NULL;
-    h->alloc = 0;
+    free(h->text);
+    *h = (struct rpc_header_list){.cap = h->cap};
 }
 
-static char *memdup_nul(const uint8_t *p, size_t len)
+static int header_list_grow(struct rpc_header_list *h, size_t text)
 {
-    char *s = malloc(len + 1);
+    if (h->n == h->alloc) {
+        size_t alloc = h->alloc ? h->alloc * 2 : 8;
+        struct rpc_header *items = realloc(h->items, alloc * sizeof(*items));
 
-    if (!s)
-        return NULL;
-    if (len > 0)
-        memcpy(s, p, len);
-    s[len] = '\0';
-    return s;
-}
+        if (!items)
+            return -ENOMEM;
+        h->items = items;
+        h->alloc = alloc;
+    }
+    /* The text stays under the cap (each field counts HEADER_OVERHEAD octets more than it stores),
+     * its allocation under twice the cap. */
+    if (h->text_len + text > h->text_alloc) {
+        size_t alloc = h->text_alloc ? h->text_alloc : 256;
+        char *p;
 
-static int header_list_grow(struct rpc_header_list *h)
-{
-    struct rpc_header *items;
-    size_t alloc;
-
-    if (h->n < h->alloc)
-        return 0;
-    alloc = h->alloc ? h->alloc * 2 : 8;
-    items = realloc(h->items, alloc * sizeof(*items));
-    if (!items)
-        return -ENOMEM;
-    h->items = items;
-    h->alloc = alloc;
+        while (alloc < h->text_len + text)
+            alloc *= 2;
+        p = realloc(h->text, alloc);
+        if (!p)
+            return -ENOMEM;
+        h->text = p;
+        h->text_alloc = alloc;
+    }
     return 0;
+}
+
+static size_t text_add(struct rpc_header_list *h, const uint8_t *p, size_t len)
+{
+    size_t off = h->text_len;
+
+    if (len > 0)
+        memcpy(h->text + off, p, len);
+    h->text[off + len] = '\0';
+    h->text_len += len + 1;
+    return off;
 }
 
 int rpc_header_list_add(struct rpc_header_list *h, const uint8_t *name, size_t namelen,
                         const uint8_t *value, size_t valuelen)
 {
-    _cleanup_free_ char *n = NULL, *v = NULL;
     size_t size = namelen + valuelen + HEADER_OVERHEAD;
+    struct rpc_header *item;
     int r;
 
     if (size > h->cap || h->bytes > h->cap - size)
         return -ENOBUFS;
-    r = header_list_grow(h);
+    r = header_list_grow(h, namelen + valuelen + 2);
     if (r < 0)
         return r;
-    n = memdup_nul(name, namelen);
-    v = memdup_nul(value, valuelen);
-    if (!n || !v)
-        return -ENOMEM;
-    h->items[h->n++] = (struct rpc_header){
-        .name = TAKE_PTR(n),
-        .value = TAKE_PTR(v),
-        .value_len = valuelen,
-    };
+    item = &h->items[h->n++];
+    item->name = text_add(h, name, namelen);
+    item->value = text_add(h, value, valuelen);
+    item->value_len = valuelen;
     h->bytes += size;
     return 0;
 }
@@ -93,8 +96,8 @@ int rpc_header_list_add(struct rpc_header_list *h, const uint8_t *name, size_t n
 const char *rpc_header_list_get(const struct rpc_header_list *h, const char *name)
 {
     for (size_t i = 0; i < h->n; i++)
-        if (strcmp(h->items[i].name, name) == 0)
-            return h->items[i].value;
+        if (strcmp(h->text + h->items[i].name, name) == 0)
+            return h->text + h->items[i].value;
     return NULL;
 }
 

@@ -162,15 +162,19 @@ static inline nghttp2_nv rpc_nv(const char *name, const char *value)
 
 /* The request or response headers of one stream, copied out of nghttp2's callbacks, with a cap on
  * their total size (name + value + 32 octets each, as HTTP/2 counts SETTINGS_MAX_HEADER_LIST_SIZE).
- */
+ * Names and values are kept NUL-terminated one after the other in one buffer (two allocations per
+ * header block, not two per field); items hold their offsets. */
 struct rpc_header_list {
     struct rpc_header {
-        char *name;
-        char *value;
+        size_t name;  /* offset in text */
+        size_t value; /* offset in text */
         size_t value_len;
     } * items;
     size_t n;
     size_t alloc;
+    char *text;
+    size_t text_len;
+    size_t text_alloc;
     size_t bytes;
     size_t cap;
 };
@@ -178,10 +182,11 @@ struct rpc_header_list {
 /* cap 0: 16 KiB. */
 void rpc_header_list_init(struct rpc_header_list *h, size_t cap);
 void rpc_header_list_release(struct rpc_header_list *h);
-/* Drops every header (trailers after headers, on the client) but keeps the cap. */
+/* Drops every header (trailers after headers, on the client) but keeps the cap and the memory. */
 void rpc_header_list_reset(struct rpc_header_list *h);
 
-/* Copies a header. -ENOBUFS when the list would exceed its cap, -ENOMEM. */
+/* Copies a header. -ENOBUFS when the list would exceed its cap, -ENOMEM. Values returned by
+ * rpc_header_list_get() before stay valid only until the next add. */
 _wur_ int rpc_header_list_add(struct rpc_header_list *h, const uint8_t *name, size_t namelen,
                               const uint8_t *value, size_t valuelen);
 

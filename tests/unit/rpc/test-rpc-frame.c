@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -120,6 +121,47 @@ static void test_encode_limits(void **state)
     assert_int_equal(rpc_msg_encode(&sb, &req.base, 0), -ENOBUFS);
     assert_string_equal(strbuf_str(&sb), "keep");
     strbuf_release(&sb);
+}
+
+/* Messages on both sides of the size packed in one pass (1024 octets) are framed alike and decode
+ * to what was encoded; the cap still applies to the one-pass path. */
+static void test_encode_sizes(void **state)
+{
+    static uint8_t blob[3000];
+    const size_t sizes[] = {0, 1, 1000, 1017, 1018, 1019, 1020, 1021, 1100, sizeof(blob)};
+
+    for (size_t i = 0; i < sizeof(blob); i++)
+        blob[i] = (uint8_t)(i * 7);
+    for (size_t i = 0; i < ARRAY_SIZE(sizes); i++) {
+        Gptest__Req req = GPTEST__REQ__INIT, *back;
+        struct strbuf sb;
+        size_t packed;
+
+        req.name = "x";
+        req.blob.data = blob;
+        req.blob.len = sizes[i];
+        packed = protobuf_c_message_get_packed_size(&req.base);
+        strbuf_init(&sb, 0);
+        assert_int_equal(strbuf_addstr(&sb, "ab"), 0);
+        assert_int_equal(rpc_msg_encode(&sb, &req.base, 0), 0);
+        assert_int_equal(sb.len, 2 + RPC_PREFIX_LEN + packed);
+        assert_int_equal((uint8_t)sb.buf[2], 0);
+        assert_int_equal(((size_t)(uint8_t)sb.buf[3] << 24) | ((size_t)(uint8_t)sb.buf[4] << 16) |
+                             ((size_t)(uint8_t)sb.buf[5] << 8) | (uint8_t)sb.buf[6],
+                         packed);
+        back = gptest__req__unpack(NULL, packed, (const uint8_t *)sb.buf + 2 + RPC_PREFIX_LEN);
+        assert_non_null(back);
+        assert_string_equal(back->name, "x");
+        assert_int_equal(back->blob.len, sizes[i]);
+        assert_memory_equal(back->blob.data ? back->blob.data : blob, blob, sizes[i]);
+        gptest__req__free_unpacked(back, NULL);
+        strbuf_release(&sb);
+
+        strbuf_init(&sb, RPC_PREFIX_LEN + packed - 1);
+        assert_int_equal(rpc_msg_encode(&sb, &req.base, 0), -ENOBUFS);
+        assert_int_equal(sb.len, 0);
+        strbuf_release(&sb);
+    }
 }
 
 static void test_outbuf(void **state)
@@ -267,6 +309,28 @@ static void test_header_list(void **state)
     assert_null(rpc_header_list_get(&h, "c"));
     rpc_header_list_reset(&h);
     assert_null(rpc_header_list_get(&h, "a"));
+    /* After a reset the whole cap is available again. */
+    assert_int_equal(rpc_header_list_add(&h, (const uint8_t *)"c", 1, (const uint8_t *)big, 100),
+                     0);
+    assert_int_equal(strlen(rpc_header_list_get(&h, "c")), 100);
+    rpc_header_list_release(&h);
+
+    /* More fields and text than the first allocations hold: every one still found, in full. */
+    rpc_header_list_init(&h, 0);
+    for (int i = 0; i < 40; i++) {
+        char name[8];
+        snprintf(name, sizeof(name), "h%d", i);
+        assert_int_equal(rpc_header_list_add(&h, (const uint8_t *)name, strlen(name),
+                                             (const uint8_t *)big, (size_t)(i % 3) * 40),
+                         0);
+    }
+    for (int i = 0; i < 40; i++) {
+        char name[8];
+        snprintf(name, sizeof(name), "h%d", i);
+        assert_int_equal(strlen(rpc_header_list_get(&h, name)), (size_t)(i % 3) * 40);
+    }
+    assert_string_equal(rpc_header_list_get(&h, "h1"), "vvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvv");
+    assert_string_equal(rpc_header_list_get(&h, "h39"), "");
     rpc_header_list_release(&h);
 }
 
@@ -294,6 +358,7 @@ int main(void)
         cmocka_unit_test(test_timeout_format),
         cmocka_unit_test(test_status),
         cmocka_unit_test(test_header_list),
+        cmocka_unit_test(test_encode_sizes),
         cmocka_unit_test(test_content_type),
     };
 
