@@ -121,14 +121,14 @@ def clone_claims(node, base, n):
     return out
 
 
-def dra_driver(build):
+def dra_driver(build, n_claims=100):
     bench = load_dra_bench()
     work = pathlib.Path(tempfile.mkdtemp(prefix="gpmem-", dir="/tmp"))
     node = client = None
     try:
-        progress("dra-driver: dgx-h100, 100 claims prepared ...")
+        progress(f"dra-driver: dgx-h100, {n_claims} claims prepared ...")
         node = bench.Node(build / "gpuplane", "dgx-h100", work, 1000.0)
-        claims = clone_claims(node, node.claims(8), 100)
+        claims = clone_claims(node, node.claims(8), n_claims)
         client = bench.Client(node)
         for i in range(0, len(claims), 10):
             client.prepare(claims[i:i + 10])
@@ -168,12 +168,13 @@ def main():
     ap.add_argument("--build", default=os.environ.get("GPUPLANE_BUILD", str(ROOT / "build")),
                     help="the build directory holding gpuplane (default build/)")
     ap.add_argument("--json", metavar="FILE", help="also write the numbers as JSON")
+    ap.add_argument("--claims", type=int, default=100, help="claims the DRA driver prepares (100)")
     args = ap.parse_args()
     build = pathlib.Path(args.build).resolve()
     if not (build / "gpuplane").exists():
         raise SystemExit(f"run.py: {build / 'gpuplane'} is not built (make build)")
     os.environ["GPUPLANE_BUILD"] = str(build)
-    results = {"device-plugin": device_plugin(build), "dra-driver": dra_driver(build)}
+    results = {"device-plugin": device_plugin(build), "dra-driver": dra_driver(build, args.claims)}
     head = describe(machine())
     if args.json:
         pathlib.Path(args.json).write_text(json.dumps({"machine": head, **results}, indent=2) + "\n")

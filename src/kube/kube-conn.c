@@ -25,7 +25,7 @@
 
 #define CONNECT_TIMEOUT_MS 10000u
 #define IDLE_TIMEOUT_MS 90000u /* as Go's http.Transport's IdleConnTimeout */
-#define IDLE_MAX 4
+#define IDLE_MAX 8
 #define READ_CHUNK 16384
 
 enum conn_state {
@@ -125,6 +125,9 @@ static void close_socket(struct kube_conn *c)
 
 static void conn_free(struct kube_conn *c)
 {
+    if (c->state != CONN_RESOLVING || c->job)
+        log_debug(4, "kube connection closed", "server", c->pool->target.authority, "idle",
+                  LOG_INT(c->state == CONN_IDLE), "reused", LOG_INT(c->reused));
     list_del(list_of(c), c);
     close_socket(c);
     if (c->job)
@@ -612,6 +615,8 @@ static void adopt_exchange(struct kube_conn *c, struct kube_conn *from)
 
 static int open_for(struct kube_pool *p, struct kube_conn *c, struct diag *d)
 {
+    log_debug(4, "kube connection opened", "server", p->target.authority, "idle",
+              LOG_INT(p->idle.n), "busy", LOG_INT(p->busy.n));
     uint64_t now = ev_loop_now_ms(p->loop);
     uint64_t connect_by = now + CONNECT_TIMEOUT_MS;
     if (c->deadline_ms && c->deadline_ms < connect_by)

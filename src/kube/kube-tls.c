@@ -256,8 +256,11 @@ int kube_tls_new(const struct kube_config *cfg, struct diag *d, struct kube_tls 
     if (!t->ctx)
         return fail_ossl(d, "TLS context");
     ossl.SSL_CTX_ctrl(t->ctx, SSL_CTRL_SET_MIN_PROTO_VERSION, TLS1_2_VERSION, NULL);
+    /* Idle connections give their 34 KiB of record buffers back. */
     ossl.SSL_CTX_ctrl(t->ctx, SSL_CTRL_MODE,
-                      SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER, NULL);
+                      SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
+                          SSL_MODE_RELEASE_BUFFERS,
+                      NULL);
     /* A body delimited by the end of the connection must not read as an error. */
     ossl.SSL_CTX_set_options(t->ctx, SSL_OP_IGNORE_UNEXPECTED_EOF | SSL_OP_NO_RENEGOTIATION);
     ossl.SSL_CTX_set_alpn_protos(t->ctx, alpn, sizeof(alpn) - 1);
