@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * A Kubernetes API client on libcurl (multi interface) and jansson, driven from the event loop:
+ * A Kubernetes API client on its own HTTP/1.1 transport (OpenSSL loaded for https servers) and
+ * jansson, driven from the event loop:
  * configuration from a kubeconfig or from inside a pod, the verbs gpuplane needs (get, list with
  * pagination, create, update with resourceVersion, read-modify-write retried on 409 Conflict, JSON
  * merge patch, delete) and watches (list then watch from the list's resourceVersion, bookmarks,
