@@ -3,9 +3,14 @@
  * gRPC's Length-Prefixed-Message framing: a flag octet, a 4-octet big-endian length, the protobuf
  * body. The reader reassembles bodies from DATA chunks under a cap that is checked against the
  * announced length before any body octet is kept; the encoder packs a message straight into a
- * capped buffer; the output buffer is what a stream's nghttp2 data provider pulls from.
+ * capped buffer; the server's requests are decoded into an arena that goes with the call; the
+ * output buffer is what a stream's nghttp2 data provider pulls from.
  */
 #include <errno.h>
+#include <stdalign.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "rpc-internal.h"
@@ -158,6 +163,76 @@ int rpc_msg_decode(const ProtobufCMessageDescriptor *desc, const uint8_t *data, 
     ProtobufCMessage *m = protobuf_c_message_unpack(desc, NULL, len, data);
 
     /* protobuf-c reports allocation failure and malformed input alike. */
+    if (!m)
+        return -EBADMSG;
+    *ret = m;
+    return 0;
+}
+
+/* ---- the request arena ---- */
+
+/* With its header, a block stays within what malloc serves from its per-thread cache. */
+#define ARENA_BLOCK 480
+
+struct rpc_arena_block {
+    struct rpc_arena_block *next;
+    size_t size;
+    size_t used;
+    max_align_t data[];
+};
+
+static void *arena_alloc(void *userdata, size_t size)
+{
+    struct rpc_arena *a = userdata;
+    struct rpc_arena_block *b = a->blocks;
+    const size_t align = alignof(max_align_t);
+
+    if (size > SIZE_MAX - align - sizeof(*b))
+        return NULL;
+    size = (size + align - 1) & ~(align - 1);
+    if (!b || b->size - b->used < size) {
+        size_t n = size > ARENA_BLOCK ? size : ARENA_BLOCK;
+
+        b = malloc(sizeof(*b) + n);
+        if (!b)
+            return NULL;
+        b->size = n;
+        b->used = 0;
+        /* A block bigger than the default serves that one allocation: keep bumping the other. */
+        if (a->blocks && n > ARENA_BLOCK) {
+            b->next = a->blocks->next;
+            a->blocks->next = b;
+        } else {
+            b->next = a->blocks;
+            a->blocks = b;
+        }
+    }
+    b->used += size;
+    return (char *)b->data + b->used - size;
+}
+
+/* Pieces go with the arena. */
+static void arena_free(void *userdata, void *p)
+{
+}
+
+void rpc_arena_release(struct rpc_arena *a)
+{
+    while (a->blocks) {
+        struct rpc_arena_block *next = a->blocks->next;
+
+        free(a->blocks);
+        a->blocks = next;
+    }
+}
+
+int rpc_msg_decode_arena(const ProtobufCMessageDescriptor *desc, const uint8_t *data, size_t len,
+                         struct rpc_arena *arena, ProtobufCMessage **ret)
+{
+    ProtobufCAllocator allocator = {
+        .alloc = arena_alloc, .free = arena_free, .allocator_data = arena};
+    ProtobufCMessage *m = protobuf_c_message_unpack(desc, &allocator, len, data);
+
     if (!m)
         return -EBADMSG;
     *ret = m;

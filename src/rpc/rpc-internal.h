@@ -82,6 +82,22 @@ _wur_ int rpc_msg_decode(const ProtobufCMessageDescriptor *desc, const uint8_t *
                          ProtobufCMessage **ret);
 
 /*
+ * Where a server call's request is decoded: protobuf-c takes every piece of the message from it,
+ * and all of them go at once with rpc_arena_release(), without walking the message (one allocation
+ * for a small request instead of one per field, string and array). Grows by blocks as protobuf-c
+ * asks, so what it holds is what the system allocator would have held.
+ */
+struct rpc_arena {
+    struct rpc_arena_block *blocks;
+};
+
+void rpc_arena_release(struct rpc_arena *a);
+
+/* rpc_msg_decode with every allocation from arena; *ret is freed by rpc_arena_release(). */
+_wur_ int rpc_msg_decode_arena(const ProtobufCMessageDescriptor *desc, const uint8_t *data,
+                               size_t len, struct rpc_arena *arena, ProtobufCMessage **ret);
+
+/*
  * The bytes of a stream's outgoing DATA, which nghttp2 pulls through a data provider as flow
  * control allows. Appending wakes a deferred provider (the owner then calls
  * nghttp2_session_resume_data when rpc_outbuf_append reports it).

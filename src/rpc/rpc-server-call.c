@@ -74,8 +74,7 @@ static void call_destroy(struct rpc_call *call)
     call->timer = ev_timer_del(call->timer);
     rpc_header_list_release(&call->headers);
     rpc_msg_reader_release(&call->reader);
-    if (call->request)
-        protobuf_c_message_free_unpacked(call->request, NULL);
+    rpc_arena_release(&call->arena);
     rpc_outbuf_release(&call->out);
     free(call->status_message);
     call->srv->n_calls--;
@@ -369,7 +368,7 @@ static void call_message(struct rpc_call *call)
                       flags);
         return;
     }
-    if (rpc_msg_decode(call->method->request, data, len, &call->request) < 0)
+    if (rpc_msg_decode_arena(call->method->request, data, len, &call->arena, &call->request) < 0)
         rpc_call_fail(call, 200, RPC_INVALID_ARGUMENT,
                       "grpc: error unmarshalling request: invalid %s message",
                       call->method->request->name);

@@ -67,7 +67,8 @@ struct rpc_call {
     const struct rpc_method *method;
     struct rpc_header_list headers;
     struct rpc_msg_reader reader;
-    ProtobufCMessage *request;
+    ProtobufCMessage *request; /* in arena */
+    struct rpc_arena arena;
     unsigned n_messages;
     struct rpc_outbuf out;
     uint64_t deadline_ms;
