@@ -69,16 +69,17 @@ static int grow(void *arrayp, size_t n, size_t elem)
     return 0;
 }
 
-static int set_env(Resp *c, const char *key, const char *value)
+/* Sets key to value, which it takes (also on failure); a NULL value is -ENOMEM. */
+static int set_env_take(Resp *c, const char *key, char *value)
 {
+    _cleanup_free_ char *v = value;
+    if (!v)
+        return -ENOMEM;
     for (size_t i = 0; i < c->n_envs; i++) {
         if (strcmp(c->envs[i]->key, key) != 0)
             continue;
-        char *v = strdup(value);
-        if (!v)
-            return -ENOMEM;
         free(c->envs[i]->value);
-        c->envs[i]->value = v;
+        c->envs[i]->value = TAKE_PTR(v);
         return 0;
     }
     EnvEntry *e = malloc(sizeof(*e));
@@ -87,8 +88,13 @@ static int set_env(Resp *c, const char *key, const char *value)
     v1beta1__container_allocate_response__envs_entry__init(e);
     c->envs[c->n_envs++] = e;
     e->key = strdup(key);
-    e->value = strdup(value);
-    return e->key && e->value ? 0 : -ENOMEM;
+    e->value = TAKE_PTR(v);
+    return e->key ? 0 : -ENOMEM;
+}
+
+static int set_env(Resp *c, const char *key, const char *value)
+{
+    return set_env_take(c, key, strdup(value));
 }
 
 static int add_annotation(Resp *c, const char *key, const char *value)
@@ -334,14 +340,9 @@ static int apply_features(const struct dp_config *cfg, Resp *c)
 
 static int apply_envvar(const struct dp_config *cfg, Resp *c, const struct ids *ids)
 {
-    _cleanup_free_ char *list = join_ids(ids);
-    if (!list)
-        return -ENOMEM;
-    int r = set_env(c, "NVIDIA_VISIBLE_DEVICES", list);
-    if (r >= 0 && cfg->n_imex_channel_ids > 0) {
-        _cleanup_free_ char *ch = join_channels(cfg);
-        r = ch ? set_env(c, "NVIDIA_IMEX_CHANNELS", ch) : -ENOMEM;
-    }
+    int r = set_env_take(c, "NVIDIA_VISIBLE_DEVICES", join_ids(ids));
+    if (r >= 0 && cfg->n_imex_channel_ids > 0)
+        r = set_env_take(c, "NVIDIA_IMEX_CHANNELS", join_channels(cfg));
     return r;
 }
 
