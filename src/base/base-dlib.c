@@ -67,7 +67,8 @@ int dlib_pin(struct dlib *lib, struct diag *d)
 void dlib_release(struct dlib *lib)
 {
     pthread_mutex_lock(&lib->lock);
-    if (lib->refs > 0 && --lib->refs == 0 && lib->unload && lib->handle) {
+    unsigned floor = lib->pinned ? 1 : 0; /* a pin is never given back */
+    if (lib->refs > floor && --lib->refs == 0 && lib->unload && lib->handle) {
         clear_syms(lib);
         dlclose(lib->handle);
         lib->handle = NULL;
