@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * What the files of src/kube share: the transport (the HTTP/1.1 reader and writer, the server URL and
- * proxy, TLS, the connection pool), one HTTP exchange on it (kube-client.c) that the verbs
+ * What the files of src/kube share: the transport (the HTTP/1.1 reader and writer, the server URL
+ * and proxy, TLS, the connection pool), one HTTP exchange on it (kube-client.c) that the verbs
  * (kube-request.c) and watches (kube-watch.c) build on, and the pure pieces the unit tests reach
  * directly (token bucket, Status parsing, watch line decoding, base64).
  */

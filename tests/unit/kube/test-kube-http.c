@@ -168,7 +168,8 @@ static void test_request(void **state)
     assert_string_equal(strbuf_str(&sb), "GET / HTTP/1.1\r\nHost: h\r\n\r\n");
     strbuf_reset(&sb);
     assert_int_equal(kube_h1_request(&sb, "DELETE", "h", "/", NULL, 0, NULL, 0), 0);
-    assert_string_equal(strbuf_str(&sb), "DELETE / HTTP/1.1\r\nHost: h\r\nContent-Length: 0\r\n\r\n");
+    assert_string_equal(strbuf_str(&sb),
+                        "DELETE / HTTP/1.1\r\nHost: h\r\nContent-Length: 0\r\n\r\n");
     strbuf_release(&sb);
 }
 
@@ -201,8 +202,8 @@ static void test_target(void **state)
         assert_false(t.proxied);
         kube_target_release(&t);
     }
-    static const char *const bad[] = {"ftp://x", "https://", "https://h:0", "https://h:99999",
-                                      "https://[::1", "https://h:12a"};
+    static const char *const bad[] = {"ftp://x",         "https://",     "https://h:0",
+                                      "https://h:99999", "https://[::1", "https://h:12a"};
     for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
         struct kube_target t;
         struct diag d;
@@ -282,10 +283,10 @@ static void test_base64(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_framings), cmocka_unit_test(test_stops_at_the_end_of_the_response),
+        cmocka_unit_test(test_framings),  cmocka_unit_test(test_stops_at_the_end_of_the_response),
         cmocka_unit_test(test_malformed), cmocka_unit_test(test_caps),
-        cmocka_unit_test(test_request),  cmocka_unit_test(test_target),
-        cmocka_unit_test(test_proxy),    cmocka_unit_test(test_no_proxy_rules),
+        cmocka_unit_test(test_request),   cmocka_unit_test(test_target),
+        cmocka_unit_test(test_proxy),     cmocka_unit_test(test_no_proxy_rules),
         cmocka_unit_test(test_base64),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
