@@ -39,7 +39,7 @@ import yaml
 
 from conftest import NODES, ROOT
 from dp_harness import GPU, plugin  # noqa: F401
-from test_dra_driver import DRIVER, NODE, T, Driver, devices_of, short_dir
+from test_dra_driver import T, Driver, devices_of, short_dir
 
 PROFILE = "dgx-h100"
 LIBDIR = "usr/lib/x86_64-linux-gnu"
@@ -432,39 +432,9 @@ def test_device_plugin_cdi_cri(engine, plugin, info):  # noqa: F811
 # ---- (c) the DRA driver, a per-claim spec, on --mock alone ----
 
 
-class MockNode(Driver):
-    """test_dra_driver's node with `gpuplane dra-driver --mock` alone: the driver brings the
-    simulated node's driver root."""
-
-    def start(self, args=()):
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("MOCK_NVML", "GPUPLANE_"))}
-        env["MOCK_NVML_EVENTS"] = str(self.events)
-        self.runs += 1
-        self.log_path = self.work / f"driver-{self.runs}.log"
-        cmd = [str(self.gp.binary), "dra-driver", f"--mock={self.profile}", f"--node-name={NODE}",
-               f"--kubeconfig={self.fk.kubeconfig}", f"--kubelet-registrar-directory-path={self.reg_dir}",
-               f"--kubelet-plugins-directory-path={self.plugins}", f"--cdi-root={self.cdi}", *args]
-        with open(self.log_path, "w") as log:
-            self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                         stderr=log, env=env)
-        self.kubelet.wait_registered(DRIVER, timeout=T)
-        return self.proc
-
-    def close(self):
-        """Ends the driver by PID: SIGTERM (it removes its driver root), SIGKILL after T s."""
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(T)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(T)
-        self.kubelet.stop()
-
-
 def test_dra_claim_spec(gp, fakekube, engine, info):
     work = short_dir()
-    node = MockNode(gp, fakekube, work, None, PROFILE)
+    node = Driver(gp, fakekube, work, None, PROFILE)  # no --nvidia-driver-root: --mock's own
     try:
         node.start(args=["--nvidia-cdi-hook-path", str(engine.hook)])
         root = mock_root(node.log())
@@ -488,5 +458,12 @@ def test_dra_claim_spec(gp, fakekube, engine, info):
         assert node.stop() == 0
         assert not root.exists(), "the simulated node's driver root outlived the driver"
     finally:
+        # SIGTERM first, so that the driver removes its root even when the test failed.
+        if node.proc and node.proc.poll() is None:
+            node.proc.send_signal(signal.SIGTERM)
+            try:
+                node.proc.wait(T)
+            except subprocess.TimeoutExpired:
+                pass
         node.close()
         shutil.rmtree(work, ignore_errors=True)
