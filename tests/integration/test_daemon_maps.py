@@ -11,13 +11,10 @@ libnvidia-ml.so.1 would be; its own dependencies are allowed with it.
 """
 import pathlib
 import re
-import shutil
-
-import pytest
 
 from conftest import BUILD
 from dp_harness import ASAN, plugin  # noqa: F401
-from test_dra_driver import DRIVER, Driver, driver_roots, short_dir  # noqa: F401
+from test_dra_driver import driver_roots, node  # noqa: F401
 
 BASE = {"libc.so.6", "ld-linux-x86-64.so.2", "libjansson.so.4", "libnghttp2.so.14",
         "libprotobuf-c.so.1", "libnvidia-ml.so.1"}
@@ -69,18 +66,7 @@ def test_device_plugin_maps_only_its_libraries(plugin):  # noqa: F811
     assert {"libnghttp2.so.14", "libnvidia-ml.so.1"} <= names
 
 
-@pytest.fixture
-def node(gp, fakekube, driver_roots):  # noqa: F811
-    work = short_dir()
-    d = Driver(gp, fakekube, work, driver_roots("dgx-h100"), "dgx-h100")
-    try:
-        yield d
-    finally:
-        d.close()
-        shutil.rmtree(work, ignore_errors=True)
-
-
-def test_dra_driver_maps_only_its_libraries(node):
+def test_dra_driver_maps_only_its_libraries(node):  # noqa: F811
     node.start()
     node.wait_slices()
     c = node.claim("maps", count=2)
