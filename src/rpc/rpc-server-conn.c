@@ -201,6 +201,9 @@ static int conn_session_new(struct rpc_conn *conn)
      * grpc-go may send for a unix target, and a gRPC server must not judge it; the few request
      * rules gRPC needs are checked per call. */
     nghttp2_option_set_no_http_messaging(opt, 1);
+    /* gRPC clients send no priorities: a closed stream need not be kept for the priority tree
+     * (by default every finished call would be, and pruned again later). */
+    nghttp2_option_set_no_closed_streams(opt, 1);
     rv = nghttp2_session_server_new2(&conn->session, cbs, conn, opt);
     nghttp2_option_del(opt);
     nghttp2_session_callbacks_del(cbs);
