@@ -47,6 +47,9 @@ import openapi_schema  # noqa: E402
 import yaml  # noqa: E402
 
 RESOURCE_GROUP = "resource.k8s.io"
+# A name the server certificate also holds and no resolver knows (.test is reserved): reached only
+# through a proxy that maps it to 127.0.0.1 (the client's proxy tests).
+TEST_NAME = "kube.gpuplane.test"
 
 # (group/version, plural, kind, namespaced, has status subresource, selectable fields beyond
 # metadata.name and metadata.namespace, as kube-apiserver registers them)
@@ -312,7 +315,7 @@ def _cert(subject_cn, key, issuer_cert, issuer_key, *, ca=False, sans=None, clie
 
 
 class Certs:
-    """A CA, a server certificate for 127.0.0.1/::1/localhost and a client certificate, as PEM files in
+    """A CA, a server certificate for 127.0.0.1/::1/localhost/TEST_NAME and a client certificate, as PEM files in
     dir: ca.crt, server.crt/.key, client.crt/.key (the CA key is never written)."""
 
     def __init__(self, directory):
@@ -323,7 +326,7 @@ class Certs:
         srv_key, cli_key = _key(), _key()
         srv = _cert("127.0.0.1", srv_key, ca, ca_key, sans=[
             x509.IPAddress(ipaddress.ip_address("127.0.0.1")), x509.IPAddress(ipaddress.ip_address("::1")),
-            x509.DNSName("localhost")])
+            x509.DNSName("localhost"), x509.DNSName(TEST_NAME)])
         cli = _cert("gpuplane-test", cli_key, ca, ca_key, client=True, org="system:masters")
         pem = serialization.Encoding.PEM
         self.ca_pem = ca.public_bytes(pem)
@@ -391,10 +394,11 @@ class Store:
 
 
 class Injection:
-    def __init__(self, method, path, status, count, hang, delay, message, headers):
+    def __init__(self, method, path, status, count, hang, delay, message, headers, drop=False):
         self.method = re.compile(method)
         self.path = re.compile(path)
         self.status, self.count, self.hang, self.delay = status, count, hang, delay
+        self.drop = drop
         self.message, self.headers = message, dict(headers or {})
         if status == 429:  # kube-apiserver's priority and fairness sends one with every 429
             self.headers.setdefault("Retry-After", "1")
@@ -578,12 +582,14 @@ class FakeKube:
     delete = remove
 
     def inject(self, method=".*", path=".*", status=500, count=1, hang=False, delay=0.0, message=None,
-               headers=None):
+               headers=None, drop=False):
         """The next count requests whose method and path (without query) match the regexes (full
         match) answer status with a Status body (status=None: served normally after delay seconds);
         hang=True holds them without an answer until release() or stop(), then closes the
-        connection. headers: extra response headers (e.g. {"Retry-After": "1"})."""
-        inj = Injection(method, path, status, count, hang, delay, message, headers)
+        connection. drop=True closes the connection at once without an answer, as a server does that
+        times out an idle keep-alive connection just as a request arrives on it. headers: extra
+        response headers (e.g. {"Retry-After": "1"})."""
+        inj = Injection(method, path, status, count, hang, delay, message, headers, drop)
         with self.store.cond:
             self._injections.append(inj)
         return inj
@@ -839,7 +845,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         headers = {k: v for k, v in self.headers.items() if k.lower() != "authorization"}
         with self.fk.store.cond:
             self.fk.log.append({"method": method, "path": path, "query": query, "status": status,
-                                "headers": headers, "watch": watch, "time": time.time()})
+                                "headers": headers, "watch": watch, "time": time.time(),
+                                "peer": self.client_address[1]})
             self.fk.store.cond.notify_all()
 
     def _authenticated(self):
@@ -861,6 +868,11 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 raise ApiError(401, "Unauthorized")
             inj = self.fk._take_injection(method, path)
             if inj:
+                if inj.drop:
+                    self._log(method, path, query, None, False)
+                    self.close_connection = True
+                    self.cut()
+                    return
                 if inj.hang:
                     self._log(method, path, query, None, False)
                     with self.fk.store.cond:

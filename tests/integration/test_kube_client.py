@@ -8,6 +8,7 @@ import json
 import os
 import pathlib
 import queue
+import socket
 import subprocess
 import sys
 import threading
@@ -364,6 +365,126 @@ def test_list_pagination(fk, probe):
     res = probe.one("list", "/api/v1/pods")
     assert len(res["body"]["items"]) == 8
     assert fk.requests("GET", "^/api/v1/pods$")[-1]["query"]["limit"] == ["500"]
+
+
+def test_requests_share_a_kept_alive_connection(fk, probe):
+    for i in range(5):
+        fk.put(pod(f"k{i}"))
+    res = probe.one("list", f"{PODS}?limit=1")
+    assert len(res["body"]["items"]) == 5
+    pages = fk.requests("GET", f"{PODS}$")
+    assert len(pages) == 5
+    assert len({p["peer"] for p in pages}) == 1, "each page should reuse the first connection"
+
+
+def test_request_on_a_connection_the_server_dropped_is_sent_again(fk, probe):
+    fk.put(pod("a"))
+    run = probe.start("gets", f"{PODS}/a", 2, 300)
+    assert run.next()["status"] == 200
+    fk.inject("GET", f"{PODS}/a$", drop=True)  # the kept-alive connection dies under the next one
+    assert run.next()["status"] == 200
+    assert run.p.wait(timeout=10) == 0
+    log = fk.requests("GET", f"{PODS}/a$")
+    assert [r["status"] for r in log] == [200, None, 200]
+    assert log[0]["peer"] == log[1]["peer"] != log[2]["peer"]
+
+
+class ConnectProxy:
+    """An HTTP proxy that only tunnels (CONNECT), mapping fakekube.TEST_NAME to 127.0.0.1."""
+
+    def __init__(self, target_port):
+        self.target_port = target_port
+        self.requests = []
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self.sock.settimeout(0.2)
+        self.stopping = False
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self):
+        while not self.stopping:
+            try:
+                conn, _ = self.sock.accept()
+            except socket.timeout:
+                continue
+            threading.Thread(target=self._tunnel, args=(conn,), daemon=True).start()
+
+    def _tunnel(self, conn):
+        conn.settimeout(10)
+        head = b""
+        while b"\r\n\r\n" not in head and len(head) < 65536:
+            data = conn.recv(4096)
+            if not data:
+                conn.close()
+                return
+            head += data
+        lines = head.split(b"\r\n\r\n")[0].decode().split("\r\n")
+        method, target, _ = lines[0].split(" ", 2)
+        headers = dict(line.split(": ", 1) for line in lines[1:])
+        self.requests.append({"method": method, "target": target, "headers": headers})
+        if method != "CONNECT" or target != f"{fakekube.TEST_NAME}:{self.target_port}":
+            conn.sendall(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n")
+            conn.close()
+            return
+        up = socket.create_connection(("127.0.0.1", self.target_port))
+        conn.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
+        for a, b in ((conn, up), (up, conn)):
+            threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pipe(a, b):
+        try:
+            while True:
+                data = a.recv(65536)
+                if not data:
+                    break
+                b.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (a, b):
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    def close(self):
+        self.stopping = True
+        self.thread.join(timeout=5)
+        self.sock.close()
+
+
+def test_proxy_tunnel_with_credentials(fk, probe, tmp_path):
+    fk.put(pod("via-proxy"))
+    cfg = yaml.safe_load(fk.kubeconfigs["token"].read_text())
+    cfg["clusters"][0]["cluster"]["server"] = f"https://{fakekube.TEST_NAME}:{fk.port}"
+    kc = tmp_path / "proxied.yaml"
+    kc.write_text(yaml.safe_dump(cfg))
+    proxy = ConnectProxy(fk.port)
+    try:
+        env = {"HTTPS_PROXY": f"http://alice:s3cret@127.0.0.1:{proxy.port}", "NO_PROXY": "other.example"}
+        res = probe.one("get", f"{PODS}/via-proxy", kubeconfig=kc, env=env)
+        assert res["status"] == 200, res
+        assert proxy.requests[0]["method"] == "CONNECT"
+        assert proxy.requests[0]["target"] == f"{fakekube.TEST_NAME}:{fk.port}"
+        assert proxy.requests[0]["headers"]["Proxy-Authorization"] == "Basic YWxpY2U6czNjcmV0"
+        # NO_PROXY exempts the name: the client then tries to resolve it itself, and cannot
+        env["NO_PROXY"] = "gpuplane.test"
+        before = len(proxy.requests)
+        p = probe.run("get", f"{PODS}/via-proxy", kubeconfig=kc, env=env)
+        res = json.loads(p.stdout)
+        assert p.returncode == 1 and res["status"] == 0 and len(proxy.requests) == before, res
+        # a proxy that refuses the tunnel is a clear error
+        cfg["clusters"][0]["cluster"]["server"] = f"https://{fakekube.TEST_NAME}:1"
+        kc.write_text(yaml.safe_dump(cfg))
+        env["NO_PROXY"] = ""
+        p = probe.run("get", f"{PODS}/via-proxy", kubeconfig=kc, env=env)
+        res = json.loads(p.stdout)
+        assert p.returncode == 1 and res["status"] == 0, res
+        assert "refused the tunnel: HTTP 403" in res["message"], res
+    finally:
+        proxy.close()
 
 
 def test_list_continue_expired_restarts(fk, probe):
