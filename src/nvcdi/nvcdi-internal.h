@@ -47,3 +47,12 @@ unsigned nvcdi_mig_cap_minor(unsigned gpu_minor, unsigned gi, int ci);
  * is none): the one listed, else the highest of the local range 240-254 that is neither listed
  * nor avoid; 0 when every one is taken. */
 unsigned nvcdi_mock_major(const char *proc_devices, const char *name, unsigned avoid);
+
+/* Room for the name part of a lasting mock root. */
+#define NVCDI_MOCK_NAME_MAX 64
+/* The name part of a lasting mock root for the --mock argument profile resolved to profile_path
+ * (either may be NULL): the bundled name itself ("dgx-h100" for .../dgx-h100.yaml), else the
+ * file's stem (at most 32 characters of [A-Za-z0-9_-], others as '_') and 12 hex digits of a hash
+ * of the path ("node-3f2a9c1b5e07"). */
+void nvcdi_mock_root_name(const char *profile, const char *profile_path,
+                          char ret[static NVCDI_MOCK_NAME_MAX]);

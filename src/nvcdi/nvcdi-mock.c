@@ -18,6 +18,14 @@
  * the tools stubs that fail, and nvidia-cdi-hook and nvidia-ctk stubs that succeed, so the hooks
  * of a spec run where the NVIDIA Container Toolkit is not installed.
  *
+ * `cdi generate` needs a root that outlives it instead: the spec it leaves is read by a container
+ * engine later. Its root lasts, one per user and profile ($TMPDIR/gpuplane-mock-<uid>-<name>),
+ * reused by later runs. That name is predictable in a shared /tmp, so what is found there is used
+ * only when it is a real directory of this user with mode 0700 whose marker (written last) holds
+ * the recipe the run would build from; anything else is refused, and a missing, incomplete or
+ * stale root is built beside it and renamed into place: no run trusts a half-built root, and a
+ * run that loses the rename to another uses the winner's.
+ *
  * A profile's driverRoot key names a root of its own instead (mock-nvml/make-driver-root.sh).
  */
 #include <errno.h>
@@ -25,6 +33,7 @@
 #include <ftw.h>
 #include <libgen.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +61,12 @@
 #define MOCK_LIB_MAX ((size_t)256 << 20)
 #define MIG_MINORS_TEXT_MAX ((size_t)4 << 20)
 #define PROC_DEVICES_MAX ((size_t)64 << 10)
+/* The lasting root's marker, written last: the recipe the root was made from. */
+#define MARKER_NAME "/gpuplane-mock-root"
+#define MARKER_FORMAT 1
+#define MARKER_MAX ((size_t)1 << 20)
+#define MOCK_STEM_MAX 32u
+#define LASTING_TRIES 4
 
 static const char *const PLACEHOLDER_LIBS[] = {"libcuda.so", "libnvidia-ptxjitcompiler.so"};
 static const char *const TOOLS[] = {"nvidia-smi", "nvidia-debugdump", "nvidia-persistenced"};
@@ -394,29 +409,118 @@ static int make_dev(struct maker *mk, const struct gpu_inventory *inv)
     return r;
 }
 
+/* ---- the content ---- */
+
+/* The recipe of a root: what its content is made from. A lasting root is reused only when its
+ * marker holds the same recipe, so a changed profile, driver version or mock library gives a
+ * rebuilt root rather than one that lacks a device node. */
+static int recipe_text(const struct gpu_inventory *inv, const char *mock_lib, char **ret)
+{
+    _cleanup_strbuf_ struct strbuf sb = STRBUF_INIT;
+    struct stat st;
+    sb.cap = MARKER_MAX / 2;
+    if (stat(mock_lib, &st) < 0)
+        return negative_errno();
+    int r =
+        strbuf_addf(&sb, "gpuplane mock driver root %d\ndriver %s\nlibrary %s %lld %lld.%09ld\n",
+                    MARKER_FORMAT, inv->driver_version, mock_lib, (long long)st.st_size,
+                    (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
+    for (size_t i = 0; i < inv->n_devices && r >= 0; i++) {
+        const struct gpu_device *g = &inv->devices[i];
+        r = strbuf_addf(&sb, "gpu %u", gpu_minor(g));
+        for (size_t k = 0; k < g->n_migs && r >= 0; k++)
+            r = strbuf_addf(&sb, " mig %u.%u", g->migs[k].gi_id, g->migs[k].ci_id);
+        if (r >= 0)
+            r = strbuf_addstr(&sb, "\n");
+    }
+    if (r < 0)
+        return r;
+    *ret = strbuf_detach(&sb, NULL);
+    return *ret ? 0 : -ENOMEM;
+}
+
+static const char *nodes_line(bool char_devices)
+{
+    return char_devices ? "deviceNodes character\n" : "deviceNodes regular\n";
+}
+
+/* Everything of the root under dir, which exists; the marker (when recipe is given) last. */
+static int fill_root(const char *dir, const struct gpu_inventory *inv, const char *mock_lib,
+                     const char *recipe, bool *ret_char_devices)
+{
+    _cleanup_free_ char *marker = NULL;
+    struct maker mk = {.root = dir, .try_mknod = geteuid() == 0};
+    pick_majors(&mk);
+    int r = make_dev(&mk, inv);
+    if (r >= 0)
+        r = make_libs(&mk, inv->driver_version, mock_lib);
+    if (r >= 0)
+        r = make_bins(&mk);
+    if (r >= 0)
+        r = make_proc(&mk, inv);
+    if (r < 0)
+        return r;
+    *ret_char_devices = mk.regular_nodes == 0;
+    if (!recipe)
+        return 0;
+    if (asprintf(&marker, "%s%s", recipe, nodes_line(*ret_char_devices)) < 0) {
+        marker = NULL;
+        return -ENOMEM;
+    }
+    return write_text(&mk, MARKER_NAME, marker, 0444);
+}
+
+static int check_inventory(const struct gpu_inventory *inv, const char *mock_lib, struct diag *d)
+{
+    if (!nvcdi_valid_driver_version(inv->driver_version))
+        return diag_fail(d, -EINVAL, "unusable driver version \"%s\" from NVML",
+                         inv->driver_version);
+    if (!mock_lib || mock_lib[0] != '/')
+        return diag_fail(d, -EINVAL, "the mock driver root needs the mock NVML library's path");
+    return check_ids(inv, d);
+}
+
 /* ---- the directory ---- */
 
-/* $TMPDIR when it is a plain absolute directory, else /tmp; then a private directory in it. */
+/* $TMPDIR when it is a plain absolute directory, else /tmp. */
+static int base_dir(char **ret)
+{
+    const char *env = getenv("TMPDIR");
+    if (env && nvcdi_check_root(env, "TMPDIR", NULL, ret) >= 0)
+        return 0;
+    *ret = strdup("/tmp");
+    return *ret ? 0 : -ENOMEM;
+}
+
+/* A new directory from template (ending in XXXXXX), mode 0700 whatever the umask. */
+static int make_temp_dir(const char *template, char **ret)
+{
+    _cleanup_free_ char *path = strdup(template);
+    if (!path)
+        return -ENOMEM;
+    if (!mkdtemp(path))
+        return negative_errno();
+    if (chmod(path, 0700) < 0) {
+        int r = negative_errno();
+        rmdir(path);
+        return r;
+    }
+    *ret = TAKE_PTR(path);
+    return 0;
+}
+
+/* A private directory in the base directory. */
 static int make_private_dir(char **ret)
 {
     _cleanup_free_ char *tmp = NULL;
     char path[PATH_MAX];
-    const char *env = getenv("TMPDIR");
-    if (!env || nvcdi_check_root(env, "TMPDIR", NULL, &tmp) < 0) {
-        tmp = strdup("/tmp");
-        if (!tmp)
-            return -ENOMEM;
-    }
+    int r = base_dir(&tmp);
+    if (r < 0)
+        return r;
     int n = snprintf(path, sizeof(path), "%s/gpuplane-mock-XXXXXX", tmp);
     if (n < 0 || n >= (int)sizeof(path) - 256)
         return -ENAMETOOLONG;
-    if (!mkdtemp(path))
-        return negative_errno();
-    *ret = strdup(path);
-    if (*ret)
-        return 0;
-    rmdir(path);
-    return -ENOMEM;
+    return make_temp_dir(path, ret);
 }
 
 static int remove_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
@@ -441,7 +545,7 @@ struct nvcdi_mock_root *nvcdi_mock_root_free(struct nvcdi_mock_root *m)
 {
     if (!m)
         return NULL;
-    /* A child the process forked owns nothing of it. */
+    /* A child the process forked owns nothing of it; a lasting root is never removed here. */
     if (m->made && m->owner == getpid() && remove_tree(m->path) < 0)
         log_debug(1, "cannot remove the mock driver root", "path", m->path);
     free(m->path);
@@ -493,12 +597,7 @@ static int set_hooks(struct nvcdi_mock_root *m)
 static int make_root(struct nvcdi_mock_root *m, const struct gpu_inventory *inv,
                      const char *mock_lib, struct diag *d)
 {
-    if (!nvcdi_valid_driver_version(inv->driver_version))
-        return diag_fail(d, -EINVAL, "unusable driver version \"%s\" from NVML",
-                         inv->driver_version);
-    if (!mock_lib || mock_lib[0] != '/')
-        return diag_fail(d, -EINVAL, "the mock driver root needs the mock NVML library's path");
-    int r = check_ids(inv, d);
+    int r = check_inventory(inv, mock_lib, d);
     if (r < 0)
         return r;
     r = make_private_dir(&m->path);
@@ -507,20 +606,11 @@ static int make_root(struct nvcdi_mock_root *m, const struct gpu_inventory *inv,
                          strerror(-r));
     m->made = true;
     m->owner = getpid();
-    struct maker mk = {.root = m->path, .try_mknod = geteuid() == 0};
-    pick_majors(&mk);
-    r = make_dev(&mk, inv);
-    if (r >= 0)
-        r = make_libs(&mk, inv->driver_version, mock_lib);
-    if (r >= 0)
-        r = make_bins(&mk);
-    if (r >= 0)
-        r = make_proc(&mk, inv);
+    r = fill_root(m->path, inv, mock_lib, NULL, &m->char_devices);
     if (r >= 0)
         r = set_hooks(m);
     if (r < 0)
         return diag_fail(d, r, "cannot build the mock driver root %s: %s", m->path, strerror(-r));
-    m->char_devices = mk.regular_nodes == 0;
     return 0;
 }
 
@@ -533,6 +623,216 @@ int nvcdi_mock_root_new(const struct gpu_inventory *inv, const char *mock_lib, s
     int r = profile_root(d, &m->path);
     if (r >= 0 && !m->path)
         r = make_root(m, inv, mock_lib, d);
+    if (r < 0)
+        return r;
+    *ret = TAKE_PTR(m);
+    return 0;
+}
+
+/* ---- the lasting root of `cdi generate` ---- */
+
+static bool plain_name(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > MOCK_STEM_MAX)
+        return false;
+    return strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") == n;
+}
+
+/* FNV-1a, 64 bits: a name, not a defence (the checks on the directory are). */
+static uint64_t fnv1a(const char *s)
+{
+    uint64_t h = 0xcbf29ce484222325u;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 0x100000001b3u;
+    return h;
+}
+
+void nvcdi_mock_root_name(const char *profile, const char *profile_path,
+                          char ret[static NVCDI_MOCK_NAME_MAX])
+{
+    const char *path = profile_path && profile_path[0] ? profile_path : profile ? profile : "";
+    const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    size_t n = strlen(base);
+    char stem[MOCK_STEM_MAX + 1];
+    /* A bundled name resolves to <name>.yaml: keep the name. */
+    if (profile && plain_name(profile) && n == strlen(profile) + 5 &&
+        strncmp(base, profile, n - 5) == 0 && strcmp(base + n - 5, ".yaml") == 0) {
+        snprintf(ret, NVCDI_MOCK_NAME_MAX, "%s", profile);
+        return;
+    }
+    if (n > 5 && strcmp(base + n - 5, ".yaml") == 0)
+        n -= 5;
+    else if (n > 4 && strcmp(base + n - 4, ".yml") == 0)
+        n -= 4;
+    if (n > MOCK_STEM_MAX)
+        n = MOCK_STEM_MAX;
+    for (size_t i = 0; i < n; i++) {
+        char c = base[i];
+        bool keep = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '-' || c == '_';
+        stem[i] = keep ? c : '_';
+    }
+    stem[n] = '\0';
+    snprintf(ret, NVCDI_MOCK_NAME_MAX, "%s%s%012llx", stem, n ? "-" : "",
+             (unsigned long long)(fnv1a(path) >> 16));
+}
+
+/* 0 when nothing is at path, 1 when it is a directory this user may trust (a real directory, not
+ * a link, owned by the effective uid, mode 0700), else the refusal. */
+static int check_lasting(const char *path, struct diag *d)
+{
+    struct stat st;
+    if (lstat(path, &st) < 0) {
+        if (errno == ENOENT)
+            return 0;
+        return diag_fail(d, negative_errno(), "the mock driver root %s: %s", path, strerror(errno));
+    }
+    if (!S_ISDIR(st.st_mode))
+        return diag_fail(d, -ENOTDIR,
+                         "the mock driver root %s is not a directory (%s): refusing to use it; "
+                         "remove it or set TMPDIR to another directory",
+                         path, S_ISLNK(st.st_mode) ? "a symbolic link" : "another kind of file");
+    if (st.st_uid != geteuid())
+        return diag_fail(d, -EPERM,
+                         "the mock driver root %s belongs to uid %u, not to this user (uid %u): "
+                         "refusing to use it; remove it or set TMPDIR to another directory",
+                         path, (unsigned)st.st_uid, (unsigned)geteuid());
+    if ((st.st_mode & 07777) != 0700)
+        return diag_fail(d, -EPERM,
+                         "the mock driver root %s has mode %04o, not 0700: refusing to use it; "
+                         "remove it or set TMPDIR to another directory",
+                         path, (unsigned)(st.st_mode & 07777));
+    return 1;
+}
+
+/* Whether the root at path is complete and of this recipe: its marker, written last, says so. */
+static bool complete(const char *path, const char *recipe, bool *ret_char_devices)
+{
+    _cleanup_free_ char *marker = NULL;
+    char file[PATH_MAX];
+    size_t len = strlen(recipe);
+    int n = snprintf(file, sizeof(file), "%s%s", path, MARKER_NAME);
+    if (n < 0 || n >= (int)sizeof(file) || file_read_all(file, MARKER_MAX, &marker, NULL) < 0)
+        return false;
+    if (strncmp(marker, recipe, len) != 0)
+        return false;
+    bool chars = strcmp(marker + len, nodes_line(true)) == 0;
+    if (!chars && strcmp(marker + len, nodes_line(false)) != 0)
+        return false;
+    *ret_char_devices = chars;
+    return true;
+}
+
+/* A complete root of recipe in a new directory beside final; the caller owns *ret. */
+static int build_beside(const char *final, const struct gpu_inventory *inv, const char *mock_lib,
+                        const char *recipe, char **ret, bool *ret_char_devices)
+{
+    _cleanup_free_ char *template = NULL;
+    _cleanup_free_ char *dir = NULL;
+    if (asprintf(&template, "%s.XXXXXX", final) < 0) {
+        template = NULL;
+        return -ENOMEM;
+    }
+    int r = make_temp_dir(template, &dir);
+    if (r < 0)
+        return r;
+    r = fill_root(dir, inv, mock_lib, recipe, ret_char_devices);
+    if (r < 0) {
+        remove_tree(dir);
+        return r;
+    }
+    *ret = TAKE_PTR(dir);
+    return 0;
+}
+
+/* Puts the built root in place of what check_lasting found (0: nothing, 1: a stale root of ours).
+ * A stale root is swapped out in one step where the file system allows it, so the paths of specs
+ * that name it are never missing; what was swapped out is removed. */
+static int install(const char *built, const char *final, int found)
+{
+    if (found == 0)
+        return rename(built, final) < 0 ? negative_errno() : 0;
+    if (renameat2(AT_FDCWD, built, AT_FDCWD, final, RENAME_EXCHANGE) == 0) {
+        if (remove_tree(built) < 0)
+            log_debug(1, "cannot remove a stale mock driver root", "path", built);
+        return 0;
+    }
+    if (errno != EINVAL && errno != ENOSYS)
+        return negative_errno();
+    int r = remove_tree(final);
+    if (r < 0)
+        return r;
+    return rename(built, final) < 0 ? negative_errno() : 0;
+}
+
+static int open_lasting(struct nvcdi_mock_root *m, const struct gpu_inventory *inv,
+                        const char *mock_lib, const char *recipe, struct diag *d)
+{
+    int r = 0;
+    for (int i = 0; i < LASTING_TRIES; i++) {
+        _cleanup_free_ char *built = NULL;
+        bool char_devices = false;
+        int found = check_lasting(m->path, d);
+        if (found < 0)
+            return found;
+        if (found && complete(m->path, recipe, &m->char_devices))
+            return 0;
+        r = build_beside(m->path, inv, mock_lib, recipe, &built, &char_devices);
+        if (r < 0)
+            return diag_fail(d, r, "cannot build the mock driver root beside %s: %s", m->path,
+                             strerror(-r));
+        r = install(built, m->path, found);
+        if (r >= 0) {
+            m->char_devices = char_devices;
+            return 0;
+        }
+        /* Another run was quicker (or the path changed under us): look again. */
+        if (access(built, F_OK) == 0)
+            remove_tree(built);
+    }
+    return diag_fail(d, r, "cannot put the mock driver root in place at %s: %s", m->path,
+                     strerror(-r));
+}
+
+int nvcdi_mock_root_open_lasting(const struct gpu_inventory *inv, const char *mock_lib,
+                                 const char *profile, struct diag *d, struct nvcdi_mock_root **ret)
+{
+    _cleanup_(nvcdi_mock_root_freep) struct nvcdi_mock_root *m = calloc(1, sizeof(*m));
+    _cleanup_free_ char *base = NULL;
+    _cleanup_free_ char *recipe = NULL;
+    char name[NVCDI_MOCK_NAME_MAX];
+    if (!m)
+        return -ENOMEM;
+    int r = profile_root(d, &m->path);
+    if (r < 0 || m->path) {
+        if (r < 0)
+            return r;
+        *ret = TAKE_PTR(m);
+        return 0;
+    }
+    r = check_inventory(inv, mock_lib, d);
+    if (r < 0)
+        return r;
+    r = recipe_text(inv, mock_lib, &recipe);
+    if (r < 0)
+        return diag_fail(d, r, "the mock driver root: %s: %s", mock_lib, strerror(-r));
+    r = base_dir(&base);
+    if (r < 0)
+        return r;
+    nvcdi_mock_root_name(profile, getenv("MOCK_NVML_PROFILE"), name);
+    if (asprintf(&m->path, "%s/gpuplane-mock-%u-%s", base, (unsigned)geteuid(), name) < 0) {
+        m->path = NULL;
+        return -ENOMEM;
+    }
+    if (strlen(m->path) > PATH_MAX - 256)
+        return diag_fail(d, -ENAMETOOLONG, "the mock driver root %s: %s", m->path,
+                         strerror(ENAMETOOLONG));
+    m->lasting = true;
+    m->owner = getpid();
+    r = open_lasting(m, inv, mock_lib, recipe, d);
+    if (r >= 0)
+        r = set_hooks(m);
     if (r < 0)
         return r;
     *ret = TAKE_PTR(m);

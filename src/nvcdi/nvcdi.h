@@ -109,9 +109,10 @@ _wur_ int nvcdi_spec_new(const struct nvcdi *nv, const struct gpu_inventory *inv
 /* The driver root of a simulated node (--mock): see nvcdi-mock.c. */
 struct nvcdi_mock_root {
     char *path;        /* the driver root (and dev root) */
-    char *cdi_hook;    /* <path>/usr/bin/nvidia-cdi-hook when made here, else NULL */
-    char *ctk;         /* <path>/usr/bin/nvidia-ctk when made here, else NULL */
-    bool made;         /* made here: nvcdi_mock_root_free removes it */
+    char *cdi_hook;    /* <path>/usr/bin/nvidia-cdi-hook when gpuplane made the root, else NULL */
+    char *ctk;         /* <path>/usr/bin/nvidia-ctk likewise */
+    bool made;         /* made for this process: nvcdi_mock_root_free removes it */
+    bool lasting;      /* a lasting root (nvcdi_mock_root_open_lasting): never removed here */
     bool char_devices; /* its device nodes are character devices (mknod was allowed) */
     pid_t owner;       /* the process that made it, the only one that removes it */
 };
@@ -125,5 +126,19 @@ struct nvcdi_mock_root {
  */
 _wur_ int nvcdi_mock_root_new(const struct gpu_inventory *inv, const char *mock_lib, struct diag *d,
                               struct nvcdi_mock_root **ret);
+
+/*
+ * Like nvcdi_mock_root_new, but the root made (when the profile has no driverRoot) outlives the
+ * process, so that a spec naming it stays usable: $TMPDIR/gpuplane-mock-<euid>-<name>, <name>
+ * from profile (the --mock argument) and MOCK_NVML_PROFILE (nvcdi_mock_root_name). It is reused by
+ * later calls when it is a directory of the effective uid with mode 0700 whose marker holds the
+ * same recipe (driver version, GPUs and MIG devices, the mock library's path, size and mtime);
+ * anything else at that path (a link, a file, another owner or mode) is refused. A missing or
+ * stale root is built in a directory beside it and renamed into place, so no caller ever uses a
+ * half-built one. nvcdi_mock_root_free never removes it (rm -rf does).
+ */
+_wur_ int nvcdi_mock_root_open_lasting(const struct gpu_inventory *inv, const char *mock_lib,
+                                       const char *profile, struct diag *d,
+                                       struct nvcdi_mock_root **ret);
 struct nvcdi_mock_root *nvcdi_mock_root_free(struct nvcdi_mock_root *m);
 DEFINE_POINTER_CLEANUP(struct nvcdi_mock_root, nvcdi_mock_root_free)

@@ -5,7 +5,9 @@
  * text, the MIG capability numbering, the layout (device nodes, character devices when the test
  * runs as root, the library copy and its links, the stubs, mig-minors) and that nvcdi finds what it
  * needs there; removal by the owner only; a profile's driverRoot taking the place of a made root;
- * refusals that leave nothing behind.
+ * refusals that leave nothing behind. The lasting root of `cdi generate`: its name, reuse, a
+ * rebuild when it is incomplete or of another recipe, refusal of what it must not trust (a link,
+ * a file, another mode, another owner when the test runs as root), concurrent runs.
  */
 #include <dirent.h>
 #include <setjmp.h>
@@ -301,6 +303,241 @@ static void test_bad_tmpdir(void **state)
     nvcdi_mock_root_free(m);
 }
 
+/* ---- the lasting root ---- */
+
+static const struct {
+    const char *profile;
+    const char *path;
+    const char *want; /* the name, or its stem followed by '-' and 12 hex digits when it ends so */
+} NAME_CASES[] = {
+    {"dgx-h100", "/src/examples/nodes/dgx-h100.yaml", "dgx-h100"},
+    {"a100-mig", "/usr/share/gpuplane/nodes/a100-mig.yaml", "a100-mig"},
+    /* A file that happens to have a bundled name is a path. */
+    {"dgx-h100", "/home/u/dgx-h100", "dgx-h100-"},
+    {"node.yaml", "/home/u/node.yaml", "node-"},
+    {"../n/My node!.yml", "/home/n/My node!.yml", "My_node_-"},
+    {"x", "/p/0123456789012345678901234567890123456789.yaml", "01234567890123456789012345678901-"},
+    {NULL, NULL, "-"},
+};
+
+static void test_root_name(void **state)
+{
+    (void)state;
+    char name[NVCDI_MOCK_NAME_MAX], other[NVCDI_MOCK_NAME_MAX];
+    for (size_t i = 0; i < ARRAY_SIZE(NAME_CASES); i++) {
+        const char *want = NAME_CASES[i].want;
+        size_t stem = strlen(want) - 1;
+        nvcdi_mock_root_name(NAME_CASES[i].profile, NAME_CASES[i].path, name);
+        if (want[stem] != '-') {
+            assert_string_equal(name, want);
+            continue;
+        }
+        stem = stem == 0 ? 0 : stem + 1;
+        if (strncmp(name, want, stem) != 0 || strlen(name) != stem + 12 ||
+            strspn(name + stem, "0123456789abcdef") != 12)
+            fail_msg("case %zu: name \"%s\", want \"%sXXXXXXXXXXXX\"", i, name, want);
+    }
+    /* Two files of the same name in different places have different roots. */
+    nvcdi_mock_root_name("node.yaml", "/a/node.yaml", name);
+    nvcdi_mock_root_name("node.yaml", "/b/node.yaml", other);
+    assert_string_not_equal(name, other);
+    nvcdi_mock_root_name("node.yaml", "/a/node.yaml", other);
+    assert_string_equal(name, other);
+}
+
+/* The path nvcdi_mock_root_open_lasting uses for profile under the scratch $TMPDIR. */
+static void lasting_path(const struct fixture *f, const char *profile, char path[static 256])
+{
+    char name[NVCDI_MOCK_NAME_MAX];
+    nvcdi_mock_root_name(profile, NULL, name);
+    snprintf(path, 256, "%s/gpuplane-mock-%u-%s", f->scratch, (unsigned)geteuid(), name);
+}
+
+static struct nvcdi_mock_root *open_lasting(struct fixture *f)
+{
+    struct nvcdi_mock_root *m = NULL;
+    struct diag d;
+    diag_init(&d);
+    if (nvcdi_mock_root_open_lasting(&f->inv, f->lib, "node", &d, &m) < 0)
+        fail_msg("nvcdi_mock_root_open_lasting: %s", d.msg);
+    return m;
+}
+
+static ino_t inode(const char *path)
+{
+    struct stat st;
+    if (lstat(path, &st) < 0)
+        fail_msg("%s is missing", path);
+    return st.st_ino;
+}
+
+static void check_complete(const struct nvcdi_mock_root *m, const char *version)
+{
+    struct stat st;
+    char rel[128];
+    stat_in(m, "/gpuplane-mock-root", &st);
+    assert_true(S_ISREG(st.st_mode));
+    check_node(m, "/dev/nvidia3", 195, 3);
+    check_node(m, "/dev/nvidia-caps/nvidia-cap13", -1, 13);
+    snprintf(rel, sizeof(rel), LIBDIR "/libnvidia-ml.so.%s", version);
+    stat_in(m, rel, &st);
+    assert_int_equal(access(m->cdi_hook, X_OK), 0);
+}
+
+static void test_lasting_reused(void **state)
+{
+    struct fixture *f = *state;
+    char want[256];
+    lasting_path(f, "node", want);
+    struct nvcdi_mock_root *m = open_lasting(f);
+    struct stat st;
+    assert_string_equal(m->path, want);
+    assert_true(m->lasting);
+    assert_false(m->made);
+    assert_int_equal(m->char_devices, geteuid() == 0);
+    assert_int_equal(lstat(m->path, &st), 0);
+    assert_true(S_ISDIR(st.st_mode));
+    assert_int_equal(st.st_mode & 07777, 0700);
+    check_complete(m, "550.54.15");
+    ino_t dir = inode(m->path), hook = inode(m->cdi_hook);
+    nvcdi_mock_root_free(m);
+    assert_int_equal(access(want, F_OK), 0); /* it stays */
+    m = open_lasting(f);
+    assert_string_equal(m->path, want);
+    assert_int_equal(m->char_devices, geteuid() == 0);
+    assert_true(inode(m->path) == dir && inode(m->cdi_hook) == hook); /* not rebuilt */
+    nvcdi_mock_root_free(m);
+    assert_int_equal(entries(f->scratch), 2); /* the library and the root, no leftovers */
+}
+
+static void test_lasting_rebuilt(void **state)
+{
+    struct fixture *f = *state;
+    char path[256], junk[512];
+    lasting_path(f, "node", path);
+    /* An interrupted run of an older version: the directory, no marker. */
+    assert_int_equal(mkdir(path, 0700), 0);
+    snprintf(junk, sizeof(junk), "%s/junk", path);
+    write_file(junk, "x");
+    struct nvcdi_mock_root *m = open_lasting(f);
+    check_complete(m, "550.54.15");
+    assert_int_equal(access(junk, F_OK), -1);
+    ino_t dir = inode(m->path);
+    nvcdi_mock_root_free(m);
+    /* Another recipe (a new driver version): rebuilt, the old library gone. */
+    snprintf(f->inv.driver_version, sizeof(f->inv.driver_version), "560.1.2");
+    m = open_lasting(f);
+    check_complete(m, "560.1.2");
+    assert_true(inode(m->path) != dir);
+    snprintf(junk, sizeof(junk), "%s" LIBDIR "/libnvidia-ml.so.550.54.15", path);
+    assert_int_equal(access(junk, F_OK), -1);
+    nvcdi_mock_root_free(m);
+    /* A marker cut short is not complete either. */
+    snprintf(junk, sizeof(junk), "%s/gpuplane-mock-root", path);
+    assert_int_equal(truncate(junk, 10), 0);
+    dir = inode(path);
+    m = open_lasting(f);
+    check_complete(m, "560.1.2");
+    assert_true(inode(m->path) != dir);
+    nvcdi_mock_root_free(m);
+    assert_int_equal(entries(f->scratch), 2);
+}
+
+/* Whatever the path holds that is not this user's private directory is refused, and left alone. */
+static void expect_refused(struct fixture *f, const char *path, int err)
+{
+    struct nvcdi_mock_root *m = NULL;
+    struct diag d;
+    diag_init(&d);
+    assert_int_equal(nvcdi_mock_root_open_lasting(&f->inv, f->lib, "node", &d, &m), err);
+    assert_null(m);
+    if (!strstr(d.msg, path))
+        fail_msg("the refusal does not name %s: %s", path, d.msg);
+}
+
+static void test_lasting_refusals(void **state)
+{
+    struct fixture *f = *state;
+    char path[256], target[128];
+    struct stat st;
+    lasting_path(f, "node", path);
+    snprintf(target, sizeof(target), "%s/elsewhere", f->scratch);
+    assert_int_equal(mkdir(target, 0700), 0);
+    assert_int_equal(symlink(target, path), 0);
+    expect_refused(f, path, -ENOTDIR);
+    assert_int_equal(entries(target), 0);
+    assert_int_equal(unlink(path), 0);
+    write_file(path, "");
+    expect_refused(f, path, -ENOTDIR);
+    assert_int_equal(unlink(path), 0);
+    assert_int_equal(mkdir(path, 0700), 0);
+    assert_int_equal(chmod(path, 0755), 0);
+    expect_refused(f, path, -EPERM);
+    assert_int_equal(chmod(path, 01700), 0);
+    expect_refused(f, path, -EPERM);
+    assert_int_equal(chmod(path, 0700), 0);
+    if (geteuid() == 0) {
+        assert_int_equal(chown(path, 65534, 65534), 0);
+        expect_refused(f, path, -EPERM);
+        assert_int_equal(lstat(path, &st), 0);
+        assert_int_equal(st.st_uid, 65534);
+        assert_int_equal(entries(path), 0);
+    }
+    assert_int_equal(rmdir(path), 0);
+    assert_int_equal(rmdir(target), 0);
+    assert_int_equal(entries(f->scratch), 1); /* nothing built beside it was left */
+}
+
+/* Runs racing to make the same root: all succeed with it, one root and nothing else is left. */
+static void test_lasting_concurrent(void **state)
+{
+    struct fixture *f = *state;
+    enum {
+        RUNS = 4
+    };
+    pid_t pids[RUNS];
+    for (int i = 0; i < RUNS; i++) {
+        pids[i] = fork();
+        assert_true(pids[i] >= 0);
+        if (pids[i] == 0) {
+            struct nvcdi_mock_root *m = NULL;
+            struct diag d;
+            diag_init(&d);
+            int r = nvcdi_mock_root_open_lasting(&f->inv, f->lib, "node", &d, &m);
+            bool ok = r >= 0 && access(m->cdi_hook, X_OK) == 0;
+            nvcdi_mock_root_free(m);
+            _exit(ok ? 0 : 1);
+        }
+    }
+    for (int i = 0; i < RUNS; i++) {
+        int status = 0;
+        assert_int_equal(waitpid(pids[i], &status, 0), pids[i]);
+        assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    }
+    assert_int_equal(entries(f->scratch), 2);
+    struct nvcdi_mock_root *m = open_lasting(f);
+    check_complete(m, "550.54.15");
+    nvcdi_mock_root_free(m);
+}
+
+static void test_lasting_profile_root_wins(void **state)
+{
+    struct fixture *f = *state;
+    char profile[128], root[128];
+    snprintf(root, sizeof(root), "%s/root", f->scratch);
+    assert_int_equal(mkdir(root, 0755), 0);
+    snprintf(profile, sizeof(profile), "%s/node.yaml", f->scratch);
+    write_file(profile, "driverRoot: root\ngpus: []\n");
+    setenv("MOCK_NVML_PROFILE", profile, 1);
+    struct nvcdi_mock_root *m = open_lasting(f);
+    assert_false(m->made || m->lasting);
+    assert_string_equal(m->path, root);
+    assert_null(m->cdi_hook);
+    nvcdi_mock_root_free(m);
+    assert_int_equal(entries(f->scratch), 3); /* the library, the profile, its root */
+    unsetenv("MOCK_NVML_PROFILE");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -312,6 +549,12 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_profile_root_wins, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refusals_leave_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_tmpdir, setup, teardown),
+        cmocka_unit_test(test_root_name),
+        cmocka_unit_test_setup_teardown(test_lasting_reused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lasting_rebuilt, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lasting_refusals, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lasting_concurrent, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lasting_profile_root_wins, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
