@@ -4,8 +4,9 @@
  * writes it, from NVML and the driver's files under the driver root. The spec is written
  * atomically into a spec directory (runtimes rescan it at any moment) or printed. With --mock and
  * no --nvidia-driver-root the driver root is the simulated node's (the profile's driverRoot key, or
- * one made for the run and removed when it ends), so the command can be tried and tested without a
- * GPU.
+ * a lasting root per user and profile that later runs reuse), so the command can be tried and
+ * tested without a GPU. The root lasts because the spec outlives the command: a container engine
+ * given the spec stats its host paths long after this process is gone.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -50,19 +51,24 @@ static const char HELP[] =
     "      --nvidia-driver-root=PATH\n"
     "                            where the driver's files are (default /; /run/nvidia/driver for\n"
     "                            a containerised driver; with --mock, the profile's driverRoot\n"
-    "                            or else a root made for the run, removed when it ends)\n"
+    "                            or else the simulated node's lasting root, see below)\n"
     "      --dev-root=PATH       where dev/nvidia* are (default: the driver root)\n"
     "      --nvidia-cdi-hook-path=PATH\n"
     "                            the hook program as containers see it\n"
     "                            (default /usr/bin/nvidia-cdi-hook; in a root made for --mock,\n"
     "                            its stub)\n"
     "      --json                print what was written as JSON\n" CLI_COMMON_HELP "\n"
+    "With --mock and no driver root, the spec names a simulated node's driver root made in\n"
+    "${TMPDIR:-/tmp}/gpuplane-mock-<uid>-<profile>/ (a bundled profile's name, or a path's file\n"
+    "name and a hash of the path), mode 0700, reused by later runs and never removed by this\n"
+    "command, so that the spec stays usable. Remove it with\n"
+    "  rm -rf \"${TMPDIR:-/tmp}\"/gpuplane-mock-$(id -u)-*\n"
+    "\n"
     "Examples:\n"
     "  gpuplane cdi generate                          write /var/run/cdi/nvidia.com-gpu.json\n"
     "  gpuplane cdi generate --output - --format yaml print the spec as YAML\n"
     "  gpuplane cdi generate --nvidia-driver-root /run/nvidia/driver --dev-root /\n"
-    "  gpuplane cdi generate --mock a100-mig --output -  a simulated node's spec (its driver\n"
-    "                                                 root is removed on exit)\n";
+    "  gpuplane cdi generate --mock a100-mig --output -  a simulated node's spec\n";
 
 enum {
     OPT_OUTPUT = 0x2000,
@@ -247,7 +253,8 @@ static int pick_roots(const struct args *a, const struct gpu_inventory *inv, str
     /* An explicit --nvidia-driver-root wins over the simulated node's. */
     if (a->driver_root || !a->common.mock)
         return 0;
-    int r = nvcdi_mock_root_new(inv, cli_common_nvml_lib(&a->common), &d, &ret->mock);
+    int r = nvcdi_mock_root_open_lasting(inv, cli_common_nvml_lib(&a->common), a->common.mock, &d,
+                                         &ret->mock);
     if (r < 0) {
         cli_error("cdi generate: %s", d.msg[0] ? d.msg : strerror(-r));
         return r;
@@ -255,11 +262,11 @@ static int pick_roots(const struct args *a, const struct gpu_inventory *inv, str
     ret->driver = ret->mock->path;
     if (!ret->hook && ret->mock->cdi_hook)
         ret->hook = ret->mock->cdi_hook;
-    if (ret->mock->made && strcmp(a->output, "-") != 0)
+    if (ret->mock->lasting && strcmp(a->output, "-") != 0)
         fprintf(stderr,
                 "gpuplane: cdi generate: the spec names the simulated node's driver root %s, "
-                "removed when this command ends; give --nvidia-driver-root for one that stays\n",
-                ret->driver);
+                "which stays for later runs; remove it with rm -rf %s\n",
+                ret->driver, ret->driver);
     return 0;
 }
 

@@ -1,12 +1,17 @@
 # SPDX-License-Identifier: Apache-2.0
-"""`--mock` is a whole simulated node: with no driver root given, `gpuplane dra-driver`,
-`gpuplane cdi generate` and `gpuplane device-plugin` make the node's driver root themselves in a
-private directory under $TMPDIR (gpuplane-mock-XXXXXX, mode 0700) and remove it when they end, also
-on SIGTERM. The specs they write name files under it that exist; device nodes are character
-devices (major 195 for /dev/nvidia*) when the test runs as root; an explicit driver root still
-wins and then no mock root is made. Each test points TMPDIR at a directory of its own, so what a
-process leaves behind is seen."""
+"""`--mock` is a whole simulated node: with no driver root given, `gpuplane dra-driver` and
+`gpuplane device-plugin` make the node's driver root themselves in a private directory under
+$TMPDIR (gpuplane-mock-XXXXXX, mode 0700) and remove it when they end, also on SIGTERM;
+`gpuplane cdi generate`, whose spec outlives it, uses a lasting root instead
+($TMPDIR/gpuplane-mock-<uid>-<profile>, mode 0700) that later runs reuse and that it refuses when
+something else is at that path. The specs name files under the root that exist (for `cdi
+generate`, after it has exited); device nodes are character devices (major 195 for /dev/nvidia*)
+when the test runs as root; an explicit driver root still wins and then no mock root is made. Each
+test points TMPDIR at a directory of its own, so what a process leaves behind is seen, and removes
+the lasting roots it made."""
+import json
 import os
+import re
 import shutil
 import signal
 import stat
@@ -133,40 +138,138 @@ def test_dra_driver_explicit_root_wins(gp, fakekube, driver_roots):  # noqa: F81
         shutil.rmtree(work, ignore_errors=True)
 
 
-# ---- cdi generate ----
+# ---- cdi generate: the lasting root ----
+
+
+@pytest.fixture
+def lasting_tmp(tmp_path):
+    """A private TMPDIR; the lasting roots made in it are removed at the end (they hold device
+    nodes as root, and pytest keeps old tmp_path directories)."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    yield tmp
+    for root in mock_roots(tmp):
+        if root.is_symlink() or not root.is_dir():
+            root.unlink()
+        else:
+            root.chmod(0o700)
+            shutil.rmtree(root)
+
+
+def lasting_root(tmp, name):
+    return tmp / f"gpuplane-mock-{os.geteuid()}-{name}"
+
+
+def generate_mock(gp, tmp, profile, out, *args):
+    return gp.run("cdi", "generate", "--mock", profile, "--output", out, *args, env={"TMPDIR": str(tmp)})
 
 
 @pytest.mark.parametrize("profile", ["dgx-h100", "a100-mig"])
-def test_cdi_generate_mock_alone(gp, tmp_path, profile):
-    tmp, out = tmp_path / "tmp", tmp_path / "cdi"
-    tmp.mkdir()
-    p = gp.run("cdi", "generate", "--mock", profile, "--output", out, env={"TMPDIR": str(tmp)})
+def test_cdi_generate_mock_alone(gp, lasting_tmp, tmp_path, profile):
+    """The spec names a root that is still there when the command has exited."""
+    tmp, out = lasting_tmp, tmp_path / "cdi"
+    p = generate_mock(gp, tmp, profile, out)
     assert p.returncode == 0, p.stderr
-    assert "removed when this command ends" in p.stderr
+    root = lasting_root(tmp, profile)
+    assert f"driver root {root}, which stays for later runs; remove it with rm -rf {root}" in p.stderr
     spec = yaml.safe_load((out / "nvidia.com-gpu.json").read_text())
     validator().validate(spec)
     check_strict(spec)
-    paths = all_host_paths(spec)
-    root = paths[0][: paths[0].index("/", len(f"{tmp}/"))]
-    assert root.startswith(f"{tmp}/gpuplane-mock-")
-    assert all(path.startswith(f"{root}/") for path in paths)
-    assert mock_roots(tmp) == [], "cdi generate left its mock driver root"
+    check_under(spec, root)
+    check_nodes(spec)
+    assert os.access(f"{root}/usr/bin/nvidia-cdi-hook", os.X_OK)
+    st = os.lstat(root)
+    assert stat.S_ISDIR(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o700 and st.st_uid == os.geteuid()
+    assert mock_roots(tmp) == [root], "a half-built root was left beside the root"
 
 
-def test_cdi_generate_mock_printed(gp, tmp_path):
-    """--output -: the spec on stdout names the mock root's stub hook; no note, nothing left."""
-    tmp = tmp_path / "tmp"
-    tmp.mkdir()
+def test_cdi_generate_reuses_its_root(gp, lasting_tmp, tmp_path):
+    """Two runs: the same root, not rebuilt, the same spec; its host paths exist after each."""
+    tmp, out = lasting_tmp, tmp_path / "cdi"
+    root = lasting_root(tmp, "dgx-h100")
+    assert generate_mock(gp, tmp, "dgx-h100", out).returncode == 0
+    first = (out / "nvidia.com-gpu.json").read_text()
+    inodes = (os.lstat(root).st_ino, os.lstat(root / "dev/nvidiactl").st_ino)
+    p = generate_mock(gp, tmp, "dgx-h100", out)
+    assert p.returncode == 0, p.stderr
+    second = (out / "nvidia.com-gpu.json").read_text()
+    assert second == first
+    assert (os.lstat(root).st_ino, os.lstat(root / "dev/nvidiactl").st_ino) == inodes
+    check_under(json.loads(second), root)
+    assert mock_roots(tmp) == [root]
+
+
+def test_cdi_generate_mock_printed(gp, lasting_tmp):
+    """--output -: the spec on stdout names the lasting root's stub hook; no note on stderr."""
+    tmp = lasting_tmp
     p = gp.run("cdi", "generate", "--mock", "pcie-t4", "--output", "-", "--format", "yaml",
                env={"TMPDIR": str(tmp)})
     assert p.returncode == 0, p.stderr
-    assert "removed when" not in p.stderr
+    assert "driver root" not in p.stderr
     spec = yaml.safe_load(p.stdout)
     validator().validate(spec)
-    hooks = {h["path"] for h in spec["containerEdits"]["hooks"]}
-    (hook,) = hooks
-    assert hook.startswith(f"{tmp}/gpuplane-mock-") and hook.endswith("/usr/bin/nvidia-cdi-hook")
-    assert list(tmp.iterdir()) == []
+    root = lasting_root(tmp, "pcie-t4")
+    check_under(spec, root)
+    assert {h["path"] for h in spec["containerEdits"]["hooks"]} == {f"{root}/usr/bin/nvidia-cdi-hook"}
+
+
+def test_cdi_generate_profile_path(gp, lasting_tmp, tmp_path):
+    """A profile given as a path: its file name and a hash of the path name the root."""
+    tmp = lasting_tmp
+    shutil.copy(NODES / "pcie-t4.yaml", tmp_path / "my node.yaml")
+    p = gp.run("cdi", "generate", "--mock", tmp_path / "my node.yaml", "--output", "-",
+               env={"TMPDIR": str(tmp)})
+    assert p.returncode == 0, p.stderr
+    (root,) = mock_roots(tmp)
+    assert re.fullmatch(rf"gpuplane-mock-{os.geteuid()}-my_node-[0-9a-f]{{12}}", root.name), root.name
+    check_under(yaml.safe_load(p.stdout), root)
+
+
+def test_cdi_generate_rebuilds_an_incomplete_root(gp, lasting_tmp, tmp_path):
+    """A root without its marker (an older or interrupted run) is built again, not trusted."""
+    tmp, out = lasting_tmp, tmp_path / "cdi"
+    root = lasting_root(tmp, "pcie-t4")
+    root.mkdir(mode=0o700)
+    (root / "stale").write_text("")
+    p = generate_mock(gp, tmp, "pcie-t4", out)
+    assert p.returncode == 0, p.stderr
+    assert not (root / "stale").exists()
+    check_under(json.loads((out / "nvidia.com-gpu.json").read_text()), root)
+    assert mock_roots(tmp) == [root]
+
+
+@pytest.mark.parametrize("what", ["symlink", "mode", "owner"])
+def test_cdi_generate_refuses_what_it_must_not_trust(gp, lasting_tmp, tmp_path, what):
+    """Something else at the predictable path: refused, named, left alone, no spec written."""
+    tmp, out = lasting_tmp, tmp_path / "cdi"
+    root = lasting_root(tmp, "pcie-t4")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir(mode=0o700)
+    if what == "symlink":
+        root.symlink_to(elsewhere)
+    elif what == "mode":
+        root.mkdir(mode=0o700)
+        root.chmod(0o755)
+    else:
+        if not AS_ROOT:
+            pytest.skip("needs root to give the directory to another user")
+        root.mkdir(mode=0o700)
+        os.chown(root, 65534, 65534)
+    p = generate_mock(gp, tmp, "pcie-t4", out)
+    assert p.returncode == 1, p.stderr
+    assert f"the mock driver root {root}" in p.stderr and "refusing to use it" in p.stderr, p.stderr
+    assert not out.exists()
+    assert list(elsewhere.iterdir()) == []
+    assert mock_roots(tmp) == [root]
+    if what != "symlink":
+        assert list(root.iterdir()) == []
+
+
+def test_cdi_generate_help_says_how_to_remove_the_root(gp):
+    p = gp.run("cdi", "generate", "--help")
+    assert p.returncode == 0
+    assert "gpuplane-mock-<uid>-<profile>" in p.stdout
+    assert 'rm -rf "${TMPDIR:-/tmp}"/gpuplane-mock-$(id -u)-*' in p.stdout
 
 
 def test_cdi_generate_explicit_root_wins(gp, tmp_path):
