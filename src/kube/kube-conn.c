@@ -123,6 +123,14 @@ static void close_socket(struct kube_conn *c)
     c->fd = -1;
 }
 
+/* Requests carry the bearer token: their bytes are zeroed before the memory goes back. */
+static void wipe(struct strbuf *sb)
+{
+    if (sb->buf)
+        explicit_bzero(sb->buf, sb->len);
+    strbuf_release(sb);
+}
+
 static void conn_free(struct kube_conn *c)
 {
     if (c->state != CONN_RESOLVING || c->job)
@@ -135,8 +143,8 @@ static void conn_free(struct kube_conn *c)
     ev_timer_del(c->timer);
     if (c->addrs)
         freeaddrinfo(c->addrs);
-    strbuf_release(&c->out);
-    strbuf_release(&c->request);
+    wipe(&c->out);
+    wipe(&c->request);
     strbuf_release(&c->tunnel_body);
     kube_h1_release(&c->h1);
     free(c);
@@ -163,11 +171,13 @@ static void hooks_leave(struct kube_pool *p)
 /* The exchange ends: the owner hears of it once, the connection is closed. */
 static void conn_fail(struct kube_conn *c, const char *error)
 {
+    char why[DIAG_MSG_MAX]; /* error may live in c */
+    snprintf(why, sizeof(why), "%s", error);
     int status = c->h1.head_complete ? c->h1.status : 0;
     const struct kube_conn_ops *ops = c->ops;
     void *userdata = c->userdata;
     conn_free(c);
-    ops->end(userdata, status, error);
+    ops->end(userdata, status, why);
 }
 
 /* ---- setting up ---- */
@@ -362,7 +372,7 @@ static int after_connect(struct kube_conn *c, struct diag *d)
 static ssize_t sock_write(struct kube_conn *c, const char *buf, size_t n, enum kube_io *want,
                           struct diag *d)
 {
-    if (c->tls && c->state != CONN_TUNNEL)
+    if (c->tls)
         return kube_tls_write(c->tls, buf, n, want, d);
     ssize_t w = send(c->fd, buf, n, MSG_NOSIGNAL);
     if (w >= 0)
@@ -377,7 +387,7 @@ static ssize_t sock_write(struct kube_conn *c, const char *buf, size_t n, enum k
 static ssize_t sock_read(struct kube_conn *c, char *buf, size_t n, enum kube_io *want,
                          struct diag *d)
 {
-    if (c->tls && c->state != CONN_TUNNEL)
+    if (c->tls)
         return kube_tls_read(c->tls, buf, n, want, d);
     ssize_t got = recv(c->fd, buf, n, 0);
     if (got >= 0)
@@ -432,6 +442,8 @@ static void finish_exchange(struct kube_conn *c)
         conn_free(c);
     } else {
         list_del(&p->busy, c);
+        wipe(&c->request);
+        wipe(&c->out);
         c->state = CONN_IDLE;
         c->ops = NULL;
         c->resp = NULL;
