@@ -11,9 +11,12 @@ and the test looks inside the container: the character devices it sees must be e
 GPUs' /dev/nvidia<minor> plus the control nodes, with the host nodes' major:minor; the mount points
 it has beyond a container without devices must be exactly the driver's libraries and tools, each the
 very host file (same st_dev and st_ino); the spec's createContainer hooks must have run with the
-spec's arguments; and a device no spec names must be refused by the engine. The daemons run on --mock alone (they
-make the simulated node's driver root, with character devices as root); `cdi generate` is given a
---nvidia-driver-root, because the root it makes for --mock is gone when it exits.
+spec's arguments; and a device no spec names must be refused by the engine. Everything runs on --mock
+alone: the daemons make the simulated node's driver root for as long as they run, `cdi generate` a
+lasting one (gpuplane-mock-<uid>-<profile> under its TMPDIR, here the test's work directory) that is
+still there when the engine reads the spec; both hold character devices as root. One more run of
+`cdi generate` is given an explicit --nvidia-driver-root (a tree from make-driver-root.sh), the way
+a real node's containerised driver is named.
 
 The engine is isolated from the host (docs/testing.md explains each flag): storage, run root and
 temporary files in a temp dir; podman runs in a private mount namespace where the temp dir is
@@ -267,11 +270,6 @@ def make_driver_root(engine, profile):
 
 
 @pytest.fixture(scope="module")
-def driver_root(engine):
-    return make_driver_root(engine, PROFILE)
-
-
-@pytest.fixture(scope="module")
 def info(gp):
     """`gpuplane info --json` of a profile, as NVML reports it."""
     cache = {}
@@ -359,46 +357,66 @@ def refused(engine, specs, name):
 
 # ---- (a) gpuplane cdi generate ----
 #
-# With --mock alone, `cdi generate` makes the simulated node's driver root for the run and removes
-# it when it exits, so the spec it leaves names host paths that are gone: an engine can only run
-# the spec of an explicit --nvidia-driver-root, which is what these tests give it.
+# With --mock alone, `cdi generate` names the simulated node's lasting driver root, which outlives
+# the command: the engine runs the spec after gpuplane has exited. TMPDIR is the engine's work
+# directory, so the root goes with it.
 
 
-def generate(gp, engine, profile, root):
-    specs = engine.work / f"specs-{profile}"
-    p = gp.run("cdi", "generate", "--mock", profile, "--nvidia-driver-root", root,
-               "--nvidia-cdi-hook-path", engine.hook, "--output", specs)
+def generate(gp, engine, profile, root=None):
+    """The spec of `cdi generate --mock profile` (with --nvidia-driver-root root when given) and the
+    driver root it names: (spec dir, spec, root)."""
+    specs = engine.work / f"specs-{profile}{'-explicit' if root else ''}"
+    args = ["--nvidia-driver-root", root] if root else []
+    p = gp.run("cdi", "generate", "--mock", profile, *args, "--nvidia-cdi-hook-path", engine.hook,
+               "--output", specs, env={"TMPDIR": str(engine.work)})
     assert p.returncode == 0, p.stderr
-    return specs, json.loads((specs / "nvidia.com-gpu.json").read_text())
+    if not root:
+        root = engine.work / f"gpuplane-mock-{os.geteuid()}-{profile}"
+        assert f"driver root {root}, which stays" in p.stderr, p.stderr
+    return specs, json.loads((specs / "nvidia.com-gpu.json").read_text()), root
 
 
 @pytest.fixture(scope="module")
-def node_spec(gp, engine, driver_root):
-    return generate(gp, engine, PROFILE, driver_root)
+def node_spec(gp, engine):
+    return generate(gp, engine, PROFILE)
 
 
-def test_cdi_generate_one_gpu_by_index(engine, node_spec, driver_root, info):
-    specs, spec = node_spec
-    look(engine, specs, ["nvidia.com/gpu=3"], driver_root, info()["driverVersion"], [3])
+def test_cdi_generate_one_gpu_by_index(engine, node_spec, info):
+    specs, spec, root = node_spec
+    look(engine, specs, ["nvidia.com/gpu=3"], root, info()["driverVersion"], [3])
     check_hooks(engine, spec)
 
 
-def test_cdi_generate_gpus_by_uuid_and_index(engine, node_spec, driver_root, info):
-    specs, _ = node_spec
+def test_cdi_generate_gpus_by_uuid_and_index(engine, node_spec, info):
+    specs, _, root = node_spec
     gpu5 = next(g for g in info()["gpus"] if g["index"] == 5)
-    look(engine, specs, [f"nvidia.com/gpu={gpu5['uuid']}", "nvidia.com/gpu=0"], driver_root,
+    look(engine, specs, [f"nvidia.com/gpu={gpu5['uuid']}", "nvidia.com/gpu=0"], root,
          info()["driverVersion"], minors_of(info(), [0, 5]))
 
 
-def test_cdi_generate_all(engine, node_spec, driver_root, info):
-    specs, _ = node_spec
-    look(engine, specs, ["nvidia.com/gpu=all"], driver_root, info()["driverVersion"],
+def test_cdi_generate_all(engine, node_spec, info):
+    specs, _, root = node_spec
+    look(engine, specs, ["nvidia.com/gpu=all"], root, info()["driverVersion"],
          [g["minor"] for g in info()["gpus"]])
 
 
+def test_cdi_generate_twice_reuses_the_root(gp, engine, node_spec, info):
+    """A second run names the same root, which is still whole: the first spec keeps working."""
+    specs, spec, root = node_spec
+    again, spec2, root2 = generate(gp, engine, PROFILE)
+    assert root2 == root and spec2 == spec
+    look(engine, specs, ["nvidia.com/gpu=1"], root, info()["driverVersion"], [1])
+
+
+def test_cdi_generate_explicit_root(gp, engine, info):
+    """An explicit --nvidia-driver-root wins: the engine uses that tree's nodes and files."""
+    specs, spec, root = generate(gp, engine, PROFILE, make_driver_root(engine, PROFILE))
+    assert all(n["hostPath"].startswith(f"{root}/") for n in spec["containerEdits"]["deviceNodes"])
+    look(engine, specs, ["nvidia.com/gpu=2"], root, info()["driverVersion"], [2])
+
+
 def test_cdi_generate_mig_device(gp, engine, info):
-    root = make_driver_root(engine, "a100-mig")
-    specs, _ = generate(gp, engine, "a100-mig", root)
+    specs, _, root = generate(gp, engine, "a100-mig")
     gpu = info("a100-mig")["gpus"][1]
     mig = next(m for m in gpu["migDevices"] if m["ciId"] != 0)  # a compute instance, not a whole GI
     look(engine, specs, [f"nvidia.com/gpu={mig['uuid']}"], root, info("a100-mig")["driverVersion"],
@@ -406,7 +424,7 @@ def test_cdi_generate_mig_device(gp, engine, info):
 
 
 def test_cdi_generate_unknown_device_is_refused(engine, node_spec):
-    specs, _ = node_spec
+    specs, _, _ = node_spec
     refused(engine, specs, "nvidia.com/gpu=8")
     refused(engine, specs, "nvidia.com/gpu=GPU-00000000-0000-0000-0000-000000000000")
 
