@@ -228,6 +228,20 @@ def test_wrong_ca_is_a_transport_error(fk, probe, tmp_path):
     assert fk.requests() == []
 
 
+def test_nothing_listening_is_a_transport_error(fk, probe, tmp_path):
+    with socket.create_server(("127.0.0.1", 0)) as s:
+        port = s.getsockname()[1]  # closed again: nothing listens there now
+    cfg = yaml.safe_load(fk.kubeconfigs["token"].read_text())
+    cfg["clusters"][0]["cluster"]["server"] = f"https://127.0.0.1:{port}"
+    kc = tmp_path / "closed.yaml"
+    kc.write_text(yaml.safe_dump(cfg))
+    p = probe.run("get", f"{PODS}/a", kubeconfig=kc)
+    assert p.returncode == 1, p.stderr
+    res = json.loads(p.stdout)
+    assert res["status"] == 0
+    assert res["message"] == f"connect to 127.0.0.1:{port}: Connection refused", res
+
+
 def test_insecure_refused_unless_allowed(fk, probe, tmp_path):
     cfg = yaml.safe_load(fk.kubeconfigs["token"].read_text())
     cluster = cfg["clusters"][0]["cluster"]
