@@ -5,8 +5,8 @@
  * answers every request stream with the same bytes gpuplane would send for Allocate of one GPU in
  * the envvar strategy (NVIDIA_VISIBLE_DEVICES=ID): response HEADERS, one DATA frame and the
  * trailers, written with one write(). No event loop, no HPACK decoding (the request headers are
- * skipped, the answer uses only the static table and literals without indexing), no protobuf, no
- * checks; blocking reads, so a call costs one read() and one write(). What the client measures
+ * skipped; the answer's header fields are indexed as nghttp2 indexes them), no protobuf, no checks;
+ * blocking reads, so a call costs one read() and one write(). What the client measures
  * against it is grpc-go's own cost plus the kernel's round trip across the two CPUs: no server
  * can be faster, so gpuplane / grpc-go cannot go below floor / grpc-go.
  *
@@ -110,11 +110,17 @@ static void allocate_response(struct buf *msg, const char *id)
     put(msg, container.b, container.n);
 }
 
-/* The answer to one stream, with the stream id patched in by answer(). */
-static struct buf reply;
-static size_t reply_ids[3];
+/* The answer to one stream: HEADERS, DATA, trailers, with the stream id patched in by answer().
+ * The first answer on a connection adds content-type and grpc-status: 0 to the client's HPACK
+ * table, as nghttp2 does; the later ones name them by index (62 is the newest entry), so the client
+ * decodes no literal after the first call. */
+struct reply {
+    struct buf b;
+    size_t ids[3];
+};
+static struct reply first_reply, later_reply;
 
-static void build_reply(const char *id)
+static void build_reply(struct reply *r, const char *id, bool first)
 {
     struct buf msg = {0}, head = {0}, trailers = {0};
     uint8_t prefix[5] = {0};
@@ -126,34 +132,38 @@ static void build_reply(const char *id)
     }
     prefix[4] = (uint8_t)msg.n;
     put8(&head, 0x88); /* :status: 200, static index 8 */
-    put8(&head, 0x0f); /* content-type (static index 31), literal, not indexed */
-    put8(&head, 0x10);
-    put_str(&head, "application/grpc");
-    put8(&trailers, 0x00); /* literal name, not indexed */
-    put_str(&trailers, "grpc-status");
-    put_str(&trailers, "0");
+    if (first) {
+        put8(&head, 0x5f); /* content-type (static 31), literal, indexed: becomes 62 */
+        put_str(&head, "application/grpc");
+        put8(&trailers, 0x40); /* literal name, indexed: becomes 62, content-type 63 */
+        put_str(&trailers, "grpc-status");
+        put_str(&trailers, "0");
+    } else {
+        put8(&head, 0x80 | 63);
+        put8(&trailers, 0x80 | 62);
+    }
 
-    reply_ids[0] = reply.n + 5;
-    frame_head(&reply, head.n, HEADERS, END_HEADERS, 0);
-    put(&reply, head.b, head.n);
-    reply_ids[1] = reply.n + 5;
-    frame_head(&reply, sizeof(prefix) + msg.n, DATA, 0, 0);
-    put(&reply, prefix, sizeof(prefix));
-    put(&reply, msg.b, msg.n);
-    reply_ids[2] = reply.n + 5;
-    frame_head(&reply, trailers.n, HEADERS, END_HEADERS | END_STREAM, 0);
-    put(&reply, trailers.b, trailers.n);
+    r->ids[0] = r->b.n + 5;
+    frame_head(&r->b, head.n, HEADERS, END_HEADERS, 0);
+    put(&r->b, head.b, head.n);
+    r->ids[1] = r->b.n + 5;
+    frame_head(&r->b, sizeof(prefix) + msg.n, DATA, 0, 0);
+    put(&r->b, prefix, sizeof(prefix));
+    put(&r->b, msg.b, msg.n);
+    r->ids[2] = r->b.n + 5;
+    frame_head(&r->b, trailers.n, HEADERS, END_HEADERS | END_STREAM, 0);
+    put(&r->b, trailers.b, trailers.n);
 }
 
-static void answer(struct buf *o, uint32_t stream)
+static void answer(struct buf *o, struct reply *r, uint32_t stream)
 {
     for (size_t i = 0; i < 3; i++) {
-        reply.b[reply_ids[i]] = (uint8_t)(stream >> 24);
-        reply.b[reply_ids[i] + 1] = (uint8_t)(stream >> 16);
-        reply.b[reply_ids[i] + 2] = (uint8_t)(stream >> 8);
-        reply.b[reply_ids[i] + 3] = (uint8_t)stream;
+        r->b.b[r->ids[i]] = (uint8_t)(stream >> 24);
+        r->b.b[r->ids[i] + 1] = (uint8_t)(stream >> 16);
+        r->b.b[r->ids[i] + 2] = (uint8_t)(stream >> 8);
+        r->b.b[r->ids[i] + 3] = (uint8_t)stream;
     }
-    put(o, reply.b, reply.n);
+    put(o, r->b.b, r->b.n);
 }
 
 static int write_all(int fd, const uint8_t *p, size_t n)
@@ -175,7 +185,7 @@ static void serve(int fd)
 {
     static uint8_t in[IN_CAP];
     size_t have = 0, off = 0, unacked = 0;
-    bool preface = false;
+    bool preface = false, answered = false;
     struct buf out = {0};
 
     frame_head(&out, 0, SETTINGS, 0, 0);
@@ -216,10 +226,14 @@ static void serve(int fd)
                 put(&out, h + 9, 8);
             } else if (type == DATA) {
                 unacked += len;
-                if (flags & END_STREAM)
-                    answer(&out, stream);
+                if (flags & END_STREAM) {
+                    answer(&out, answered ? &later_reply : &first_reply, stream);
+                    answered = true;
+                }
             } else if (type == HEADERS && (flags & END_STREAM)) {
-                answer(&out, stream); /* a request without a message: answered the same */
+                /* A request without a message: answered the same. */
+                answer(&out, answered ? &later_reply : &first_reply, stream);
+                answered = true;
             } else if (type == GOAWAY) {
                 return;
             }
@@ -261,7 +275,8 @@ int main(int argc, char **argv)
         return 2;
     }
     socket_path = argv[1];
-    build_reply(argv[2]);
+    build_reply(&first_reply, argv[2], true);
+    build_reply(&later_reply, argv[2], false);
     signal(SIGTERM, on_term);
     signal(SIGPIPE, SIG_IGN);
     memcpy(sa.sun_path, argv[1], strlen(argv[1]) + 1);
