@@ -29,14 +29,15 @@ started. Measures:
   in-daemon time and delivery;
 - RSS (VmRSS, VmHWM, RssAnon, Pss from /proc/PID) of dgx-h100 with time-slicing, 8 replicas per GPU
   (64 devices), after registration and after 1000 Allocate calls;
-- side by side ("side"): the same grpc-go client against gpuplane (dgx-h100, registered) and against
+- side by side ("side"): the same grpc-go client against gpuplane (dgx-h100, registered), against
   `dp-peer`, a minimal grpc-go device plugin serving the same 8 device ids and answering Allocate
-  with what NVIDIA's plugin answers for them (envvar strategy: NVIDIA_VISIBLE_DEVICES), both on the
-  plugin CPU. R rounds; each round runs Allocate of 1 GPU and GetDevicePluginOptions against both,
-  the order alternating between rounds, so both see the same load. Absolute microseconds move with
-  the machine's load, the ratio gpuplane / grpc-go of each round much less: the report gives the
-  median over rounds of p50, p99, calls/s and server CPU per call for each, and the median (and
-  range) of the rounds' ratios.
+  with what NVIDIA's plugin answers for them (envvar strategy: NVIDIA_VISIBLE_DEVICES), and against
+  h2-floor.c, which answers Allocate with the same bytes and does nothing else (the floor no server
+  can go under with this client), all on the plugin CPU. R rounds; each round runs Allocate of 1
+  GPU against the three and GetDevicePluginOptions against gpuplane and grpc-go, the order rotating
+  between rounds, so all see the same load. Absolute microseconds move with the machine's load, the
+  ratio to grpc-go of each round much less: the report gives the median over rounds of p50, p99,
+  calls/s and server CPU per call for each, and the median (and range) of the rounds' ratios.
 
 --parts picks what runs (comma-separated: start, calls, health, rss, side; all by default).
 
