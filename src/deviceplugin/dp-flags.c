@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dp-config.h"
+#include "dp.h"
 
 /* Two names per setting, the common options, --print-config and the terminator. */
 #define MAX_OPTIONS 72

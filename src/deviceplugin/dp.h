@@ -21,6 +21,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "base.h"
 #include "deviceplugin/v1beta1/api.pb-c.h"
@@ -28,6 +29,23 @@
 #include "gpu.h"
 #include "rpc.h"
 #include "topo.h"
+
+/*
+ * The whole command line of `gpuplane device-plugin`: NVIDIA's flags (as `--flag value`,
+ * `--flag=value`, or with one dash as Go allows; booleans as `--flag` or `--flag=true|false`), the
+ * common options of src/cli (into cfg->common; the caller still calls cli_common_finish), the
+ * environment, and the config file named by --config-file or CONFIG_FILE, merged flag > env > file
+ * > default into cfg, which the caller initialised with dp_config_init() and releases either way.
+ * Then dp_config_validate(). Returns 0; -EINVAL for a usage error (unknown option, stray argument,
+ * bad common option: exit 2; already printed on stderr by src/cli for a common option); another
+ * negative errno (-EBADMSG for an invalid value, -ENOENT etc. for an unreadable file: exit 1) with
+ * the reason in d. (dp-flags.c; the config model and loader are src/dpconfig's.)
+ */
+_wur_ int dp_config_parse_args(int argc, char **argv, struct dp_config *cfg, struct diag *d);
+
+/* Prints the --help text of `gpuplane device-plugin`, the common options included, built from
+ * dp_settings so that it lists every flag with its variable and default. */
+void dp_config_print_help(FILE *f);
 
 #define DP_API_VERSION "v1beta1"
 #define DP_HEALTHY "Healthy"

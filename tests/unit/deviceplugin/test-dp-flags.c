@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "dp-test.h"
+#include "dp.h"
 
 #define MAX_ARGS 16
 

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The configuration of `gpuplane device-plugin`: every setting of NVIDIA's k8s-device-plugin under
- * NVIDIA's names (flags, environment variables and the `version: v1` config file), merged with
- * NVIDIA's precedence (flag > environment > file > default), plus gpuplane's extensions: a
+ * The configuration of `gpuplane device-plugin` and the config file it shares with `gpuplane
+ * discover` (src/dpconfig, a library both daemons use): every setting of NVIDIA's
+ * k8s-device-plugin under NVIDIA's names (flags, environment variables and the `version: v1`
+ * config file), merged with NVIDIA's precedence (flag > environment > file > default), and the
+ * file's `flags.gfd` section that only GPU Feature Discovery reads; plus gpuplane's extensions: a
  * `health:` section (ignored and fatal XIDs, probe interval, recovery window), per-resource
  * `rename` and `resources` patterns that are honoured instead of ignored, and per-GPU replica
  * counts in `sharing.*.resources[].devices`. docs/device-plugin-config.md is the user's reference.
@@ -184,23 +186,6 @@ _wur_ int dp_config_load_string(struct dp_config *cfg, const char *name, const c
  * root, IMEX channel ids) once every source has been applied.
  */
 _wur_ int dp_config_validate(const struct dp_config *cfg, struct diag *d);
-
-/*
- * The whole command line of `gpuplane device-plugin`: NVIDIA's flags (as `--flag value`,
- * `--flag=value`, or with one dash as Go allows; booleans as `--flag` or `--flag=true|false`), the
- * common options of src/cli (into cfg->common; the caller still calls cli_common_finish), the
- * environment, and the config file named by --config-file or CONFIG_FILE, merged flag > env > file
- * > default into cfg, which the caller initialised with dp_config_init() and releases either way.
- * Then dp_config_validate(). Returns 0; -EINVAL for a usage error (unknown option, stray argument,
- * bad common option: exit 2; already printed on stderr by src/cli for a common option); another
- * negative errno (-EBADMSG for an invalid value, -ENOENT etc. for an unreadable file: exit 1) with
- * the reason in d.
- */
-_wur_ int dp_config_parse_args(int argc, char **argv, struct dp_config *cfg, struct diag *d);
-
-/* Prints the --help text of `gpuplane device-plugin`, the common options included, built from
- * dp_settings so that it lists every flag with its variable and default. */
-void dp_config_print_help(FILE *f);
 
 /* The effective configuration as a config-file-shaped JSON document (version v1, flags, resources,
  * sharing, imex, health): loading it back gives the same configuration. The caller owns *ret. */

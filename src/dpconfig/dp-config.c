@@ -4,7 +4,8 @@
  * policy, resource names, and the checks NVIDIA makes at start-up once every source has been
  * applied; plus the small helpers the other dp-config-*.c files share (dp-config-internal.h). The
  * settings table is in dp-config-settings.c, the config file loader in dp-config-file.c, the JSON
- * rendering in dp-config-json.c, and command-line and environment handling in dp-flags.c.
+ * rendering in dp-config-json.c. The device plugin's command line and environment are handled in
+ * src/deviceplugin/dp-flags.c.
  */
 #include <errno.h>
 #include <stdarg.h>
