@@ -15,6 +15,7 @@
 
 #include "base.h"
 #include "cli.h"
+#include "discover.h"
 #include "gpu.h"
 
 #define DISCOVER_COMMAND "discover"
@@ -110,6 +111,40 @@ _wur_ int discover_options_parse(int argc, char **argv, struct discover_options 
 /* The --help text. */
 void discover_usage(FILE *out);
 
-/* ---- the daemon (discover-daemon.c) ---- */
+/* ---- outputs (discover-output.c, discover-nodefeature.c) ---- */
 
-int discover_main(int argc, char **argv);
+/* "key=value\n" per label, in the set's (sorted) order. */
+_wur_ int discover_labels_format(const struct discover_labels *l, struct strbuf *out);
+/* Writes the NFD local features file atomically (temporary file, fsync, rename), mode 0644,
+ * creating its directory when missing. */
+_wur_ int discover_output_file(const char *path, const struct discover_labels *l, struct diag *d);
+
+struct kube_client;
+struct discover_nf;
+
+struct discover_nf_options {
+    const char *node;       /* the node the labels are for */
+    const char *namespace_; /* where the NodeFeature lives */
+    const char *pod;        /* this pod (owner, with its DaemonSet), or NULL: no owner references */
+};
+
+/* What a publication did: unchanged, created or updated; negative with a message on failure. */
+enum {
+    DISCOVER_NF_UNCHANGED = 0,
+    DISCOVER_NF_CREATED = 1,
+    DISCOVER_NF_UPDATED = 2,
+};
+typedef void (*discover_nf_done_fn)(int result, const char *error, void *userdata);
+
+_wur_ int discover_nf_new(struct kube_client *c, const struct discover_nf_options *o,
+                          struct discover_nf **ret);
+/* Cancels a publication in flight (its function is not called). NULL-safe. */
+struct discover_nf *discover_nf_free(struct discover_nf *nf);
+DEFINE_POINTER_CLEANUP(struct discover_nf, discover_nf_free)
+/* Makes the NodeFeature hold exactly l: created when absent, updated only when its labels, its
+ * node-name label or its owners differ. One publication at a time (-EBUSY otherwise); fn runs
+ * later, never inside this call. */
+_wur_ int discover_nf_publish(struct discover_nf *nf, const struct discover_labels *l,
+                              discover_nf_done_fn fn, void *userdata);
+/* The name of the node's NodeFeature: "nvidia-features-for-<node>". */
+_wur_ int discover_nf_name(const char *node, char *buf, size_t n);

@@ -69,7 +69,9 @@ RESOURCES = [
     ("resource.k8s.io/v1", "resourceclaimtemplates", "ResourceClaimTemplate", True, False, []),
     ("resource.k8s.io/v1", "resourceslices", "ResourceSlice", False, False,
      ["spec.nodeName", "spec.driver"]),
+    ("nfd.k8s-sigs.io/v1alpha1", "nodefeatures", "NodeFeature", True, False, []),
 ]
+NFD_GROUP = "nfd.k8s-sigs.io"
 
 VERSION = {
     "major": "1", "minor": "34", "gitVersion": "v1.34.0", "gitCommit": "0" * 40,
@@ -689,11 +691,15 @@ class FakeKube:
             causes.append(("metadata.name", f'Invalid value: "{name}": a lowercase RFC 1123 subdomain '
                            "must consist of lower case alphanumeric characters, '-' or '.', and must "
                            "start and end with an alphanumeric character"))
+        v = None
         if self.validate and res.group == RESOURCE_GROUP:
             v = self._validators.get(res.kind)
             if v is None:
                 v = self._validators[res.kind] = openapi_schema.validator(
                     openapi_schema.load_components(), res.kind)
+        elif self.validate and res.group == NFD_GROUP:
+            v = openapi_schema.crd_validator(res.group, res.gv.split("/")[1], res.kind)
+        if v is not None:
             errors = sorted(v.iter_errors(obj), key=lambda e: list(e.absolute_path))
             for e in errors:
                 path = ".".join(str(p) if not isinstance(p, int) else f"[{p}]" for p in e.absolute_path)

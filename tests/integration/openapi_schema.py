@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The official resource.k8s.io/v1 OpenAPI v3 document (schemas/), as jsonschema validators.
+"""The official resource.k8s.io/v1 OpenAPI v3 document (schemas/), and the CRDs of
+node-feature-discovery (the reference folder's openapi/nfd-api-crds.yaml), as jsonschema validators.
 
 Shared by the example checks (test_dra_examples.py) and the fake API server (fakekube.py). Validation
 is strict, as the API server's strict field validation: every object schema with properties rejects
@@ -11,8 +12,12 @@ import json
 import pathlib
 
 import jsonschema
+import yaml
 
-SCHEMA_FILE = pathlib.Path(__file__).resolve().parent / "schemas" / "resource.k8s.io_v1.json"
+HERE = pathlib.Path(__file__).resolve().parent
+SCHEMA_FILE = HERE / "schemas" / "resource.k8s.io_v1.json"
+# In CI the shared reference data sits next to the repository (../shared).
+NFD_CRDS = HERE.parents[2] / "shared" / "reference" / "openapi" / "nfd-api-crds.yaml"
 PREFIX = "io.k8s.api.resource.v1."
 
 
@@ -45,3 +50,18 @@ def validator(components, kind):
 def kinds():
     """The kinds the document defines a schema for (lists included)."""
     return sorted(k[len(PREFIX):] for k in load_components()["schemas"] if k.startswith(PREFIX))
+
+
+@functools.lru_cache(maxsize=None)
+def crd_validator(group, version, kind):
+    """A strict validator for a custom resource of node-feature-discovery's CRDs (e.g.
+    "nfd.k8s-sigs.io", "v1alpha1", "NodeFeature"), from the version's openAPIV3Schema."""
+    for doc in yaml.safe_load_all(NFD_CRDS.read_text()):
+        spec = (doc or {}).get("spec", {})
+        if spec.get("group") != group or spec.get("names", {}).get("kind") != kind:
+            continue
+        for v in spec["versions"]:
+            if v["name"] == version:
+                schema = strict(copy.deepcopy(v["schema"]["openAPIV3Schema"]))
+                return jsonschema.Draft202012Validator(schema)
+    raise KeyError(f"{kind}.{group}/{version} is not in {NFD_CRDS}")
