@@ -161,19 +161,53 @@ static int load_section(const struct loader *l, const json_t *obj, const char *s
     return r;
 }
 
-/* flags.gfd belongs to GPU Feature Discovery: checked, then ignored, as NVIDIA's plugin does. */
+/* A string of flags.gfd, kept for discover; ret untouched when the key is absent or null. */
+static int gfd_string(const struct loader *l, const json_t *gfd, const char *key, char **ret)
+{
+    json_t *v = member(gfd, key);
+    if (!v)
+        return 0;
+    if (!json_is_string(v))
+        return fail_at(l, gfd, key, v, "\"%s\": expected a string, got %s", key, doc_type_name(v));
+    return dp_set_string(ret, json_string_value(v));
+}
+
+/* A boolean of flags.gfd, kept with whether the file set it. */
+static int gfd_bool(const struct loader *l, const json_t *gfd, const char *key, bool *ret_has,
+                    bool *ret)
+{
+    json_t *v = member(gfd, key);
+    if (!v)
+        return 0;
+    if (!json_is_boolean(v))
+        return fail_at(l, gfd, key, v, "\"%s\": expected a boolean, got %s", key, doc_type_name(v));
+    *ret_has = true;
+    *ret = json_is_true(v);
+    return 0;
+}
+
+/* flags.gfd belongs to GPU Feature Discovery: checked and kept for `gpuplane discover`; the device
+ * plugin ignores it, as NVIDIA's does. The sleep interval is kept as written, with its position:
+ * discover parses it (a bad one must not stop the device plugin). */
 static int load_gfd(const struct loader *l, const json_t *gfd)
 {
     static const char *const keys[] = {"oneshot",    "noTimestamp",     "sleepInterval",
                                        "outputFile", "machineTypeFile", NULL};
-    static const bool is_bool[] = {true, true, false, false, false};
+    struct dp_gfd *g = &l->cfg->gfd;
     int r = doc_check_keys(l->doc, gfd, keys, l->d);
-    for (size_t i = 0; keys[i] && r >= 0; i++) {
-        json_t *v = member(gfd, keys[i]);
-        if (v && (is_bool[i] ? !json_is_boolean(v) : !json_is_string(v)))
-            r = fail_at(l, gfd, keys[i], v, "\"%s\": expected a %s, got %s", keys[i],
-                        is_bool[i] ? "boolean" : "string", doc_type_name(v));
-    }
+    if (r >= 0)
+        r = gfd_bool(l, gfd, "oneshot", &g->has_oneshot, &g->oneshot);
+    if (r >= 0)
+        r = gfd_bool(l, gfd, "noTimestamp", &g->has_no_timestamp, &g->no_timestamp);
+    if (r >= 0)
+        r = gfd_string(l, gfd, "sleepInterval", &g->sleep_interval);
+    if (r >= 0 && member(gfd, "sleepInterval"))
+        (void)doc_position(l->doc, member(gfd, "sleepInterval"), &g->sleep_interval_line,
+                           &g->sleep_interval_col);
+    if (r >= 0)
+        r = gfd_string(l, gfd, "outputFile", &g->output_file);
+    if (r >= 0)
+        r = gfd_string(l, gfd, "machineTypeFile", &g->machine_type_file);
     return r;
 }
 
@@ -190,9 +224,11 @@ static int load_flags(const struct loader *l, const json_t *flags)
         r = doc_get_object(l->doc, flags, "gfd", false, l->d, &gfd);
     if (r >= 0 && gfd)
         r = load_gfd(l, gfd);
-    if (r >= 0 && member(flags, "useNodeFeatureAPI"))
+    if (r >= 0 && member(flags, "useNodeFeatureAPI")) {
         r = doc_get_bool(l->doc, flags, "useNodeFeatureAPI", false, false, l->d,
                          &l->cfg->use_node_feature_api);
+        l->cfg->gfd.has_use_node_feature_api = r >= 0;
+    }
     return r;
 }
 

@@ -85,7 +85,7 @@ static int split_list(const char *value, char ***ret)
 }
 
 /* Go's strconv.ParseBool, which NVIDIA's flags and variables go through. */
-static int parse_bool(const char *s, bool *ret)
+int dp_parse_bool(const char *s, bool *ret)
 {
     static const char *const yes[] = {"1", "t", "T", "TRUE", "true", "True", NULL};
     static const char *const no[] = {"0", "f", "F", "FALSE", "false", "False", NULL};
@@ -286,7 +286,7 @@ int dp_setting_apply(const struct dp_setting *s, struct dp_config *cfg, const ch
     why[0] = '\0';
     switch (s->kind) {
     case DP_KIND_BOOL:
-        if (parse_bool(value, DP_FIELD(cfg, s, bool)) == 0)
+        if (dp_parse_bool(value, DP_FIELD(cfg, s, bool)) == 0)
             return 0;
         snprintf(why, why_size, "invalid value \"%s\": want true or false", value);
         return -EINVAL;

@@ -212,6 +212,9 @@ void dp_config_release(struct dp_config *cfg)
     free(cfg->kubelet_socket);
     free(cfg->cdi_spec_dir);
     free(cfg->config_file);
+    free(cfg->gfd.sleep_interval);
+    free(cfg->gfd.output_file);
+    free(cfg->gfd.machine_type_file);
     dp_strv_free(cfg->cdi_feature_flags);
     dp_strv_free(cfg->cdi_disable_hooks);
     dp_strv_free(cfg->warnings);

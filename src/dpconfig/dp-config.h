@@ -112,6 +112,24 @@ struct dp_health {
                                          default 60 s; 0 = never (NVIDIA's behaviour) */
 };
 
+/*
+ * flags.gfd and flags.useNodeFeatureAPI: GPU feature discovery's settings in the shared file. The
+ * loader checks their types; the device plugin ignores them (as NVIDIA's does) and `gpuplane
+ * discover` applies those the file sets. Unset strings are NULL.
+ */
+struct dp_gfd {
+    bool has_oneshot;
+    bool oneshot;
+    bool has_no_timestamp;
+    bool no_timestamp;
+    char *sleep_interval;    /* as written ("60s", "infinite"): discover parses it */
+    int sleep_interval_line; /* where it is, for discover's "file:line:col" errors */
+    int sleep_interval_col;
+    char *output_file;
+    char *machine_type_file;
+    bool has_use_node_feature_api; /* the value is cfg->use_node_feature_api */
+};
+
 struct dp_config {
     /* flags (and flags.plugin) of the config file */
     enum dp_mig_strategy mig_strategy;      /* none */
@@ -131,6 +149,7 @@ struct dp_config {
     enum dp_alloc_policy shared_alloc_policy; /* distributed */
     enum dp_discovery discovery_strategy;     /* auto */
     bool use_node_feature_api;                /* file only; GFD's, kept for print-config */
+    struct dp_gfd gfd;                        /* file only; GFD's (flags.gfd) */
     char *kubelet_socket; /* "/var/lib/kubelet/device-plugins/kubelet.sock"; "" = never register */
     char *cdi_spec_dir; /* gpuplane: where cdi-* strategies write specs; "/var/run/cdi" ("" too) */
     char **cdi_feature_flags; /* NULL-terminated, never NULL */
@@ -252,3 +271,47 @@ _wur_ int dp_list_strategy_from_string(const char *s, unsigned *ret);
  * a DNS-1123 subdomain on each side. The caller frees *ret. -EINVAL with the reason in why.
  */
 _wur_ int dp_resource_name_normalize(const char *s, char **ret, const char **ret_why);
+
+/* Go's strconv.ParseBool ("1", "t", "true", "TRUE", "True", "0", "f", ...). -EINVAL otherwise. */
+_wur_ int dp_parse_bool(const char *s, bool *ret);
+
+/*
+ * Go-style command lines (dp-config-args.c), shared by the device plugin and discover: each option
+ * as `--flag value`, `--flag=value` or with one dash (`-flag=value`, as Go's flag library allows;
+ * getopt_long_only), booleans as `--flag` or `--flag=true|false`, the common options of src/cli.
+ * The values are recorded, not applied, because a config file named on the command line has to be
+ * loaded underneath them.
+ */
+enum dp_arg_kind {
+    DP_ARG_VALUE,  /* takes a value; the last one given wins */
+    DP_ARG_LIST,   /* takes a value; repeats accumulate, joined with ',' (Go's string slices) */
+    DP_ARG_BOOL,   /* --flag (= "true") or --flag=VALUE */
+    DP_ARG_SWITCH, /* --flag alone (recorded as "true") */
+};
+
+struct dp_arg {
+    const char *name;  /* long name without dashes; NULL: an unused row (keeps indices aligned) */
+    const char *alias; /* another long name, or NULL */
+    char short_name;   /* a one-letter form taking the same value ("-o FILE"), or 0 */
+    enum dp_arg_kind kind;
+};
+
+#define DP_ARGS_MAX 64
+
+/* What a command line said, per row of the caller's dp_arg table. */
+struct dp_args {
+    struct strbuf value[DP_ARGS_MAX];
+    const char *used[DP_ARGS_MAX]; /* the name given (an alias as written), NULL: not given */
+};
+
+void dp_args_init(struct dp_args *a);
+void dp_args_release(struct dp_args *a);
+
+/*
+ * Scans argv (argv[0] is the command) against the n rows of table (n <= DP_ARGS_MAX) and the
+ * common options (into common). Can run any number of times in a process. -EINVAL with a message
+ * ending in "(see 'gpuplane <command> --help')" for an unknown option, a missing value or a stray
+ * argument, and for a bad common option (src/cli has then printed it); -ENOMEM.
+ */
+_wur_ int dp_args_scan(int argc, char **argv, const char *command, const struct dp_arg *table,
+                       size_t n, struct cli_common *common, struct dp_args *a, struct diag *d);
