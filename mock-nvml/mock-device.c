@@ -540,3 +540,48 @@ nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo_t *pci)
     mock_format_pci(&gpu->pci, gpu->pci_device_id, gpu->pci_subsystem_id, pci);
     return NVML_SUCCESS;
 }
+
+nvmlReturn_t nvmlDeviceGetPciInfoExt(nvmlDevice_t device, nvmlPciInfoExt_t *pci)
+{
+    MOCK_LOCKED;
+    struct mock_gpu *gpu;
+    nvmlPciInfo_t base;
+    nvmlReturn_t r;
+
+    r = mock_full_gpu(device, pci != NULL, NVML_ERROR_NOT_SUPPORTED, &gpu);
+    if (r != NVML_SUCCESS)
+        return r;
+    if (pci->version != nvmlPciInfoExt_v1)
+        return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+    mock_format_pci(&gpu->pci, gpu->pci_device_id, gpu->pci_subsystem_id, &base);
+    pci->domain = base.domain;
+    pci->bus = base.bus;
+    pci->device = base.device;
+    pci->pciDeviceId = base.pciDeviceId;
+    pci->pciSubSystemId = base.pciSubSystemId;
+    pci->baseClass = (gpu->pci_class >> 16) & 0xFFu;
+    pci->subClass = (gpu->pci_class >> 8) & 0xFFu;
+    memcpy(pci->busId, base.busId, sizeof(pci->busId));
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetGpuFabricInfoV(nvmlDevice_t device, nvmlGpuFabricInfoV_t *info)
+{
+    MOCK_LOCKED;
+    struct mock_gpu *gpu;
+    nvmlReturn_t r;
+
+    r = mock_full_gpu(device, info != NULL, NVML_ERROR_NOT_SUPPORTED, &gpu);
+    if (r != NVML_SUCCESS)
+        return r;
+    if (!gpu->fabric)
+        return NVML_ERROR_NOT_SUPPORTED;
+    if (info->version != nvmlGpuFabricInfo_v2)
+        return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+    memcpy(info->clusterUuid, gpu->fabric_cluster, sizeof(info->clusterUuid));
+    info->status = NVML_SUCCESS;
+    info->cliqueId = gpu->fabric_clique;
+    info->state = (unsigned char)gpu->fabric_state;
+    info->healthMask = 0;
+    return NVML_SUCCESS;
+}

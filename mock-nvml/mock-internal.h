@@ -111,6 +111,10 @@ struct mock_gpu {
     unsigned arch;
     nvmlBrandType_t brand;
     unsigned pci_device_id, pci_subsystem_id;
+    unsigned pci_class; /* 0xCCSSPP, nvmlDeviceGetPciInfoExt */
+    bool fabric;        /* nvmlDeviceGetGpuFabricInfoV answers (else NOT_SUPPORTED) */
+    unsigned char fabric_cluster[NVML_GPU_FABRIC_UUID_LEN];
+    unsigned fabric_clique, fabric_state;
     int numa;
     bool persistence, ecc, lost_at_start;
     struct mock_nvlink nvlink;

@@ -23,6 +23,8 @@ static const char *const gpu_keys[] = {"busId",
                                        "brand",
                                        "pciDeviceId",
                                        "pciSubSystemId",
+                                       "pciClass",
+                                       "fabric",
                                        "minor",
                                        "serial",
                                        "vbios",
@@ -206,6 +208,9 @@ static int read_misc(struct loader *L, const json_t *g, struct mock_gpu *gpu)
         r = mock_read_uint(L, mock_pick(L, g, "pciSubSystemId"), "pciSubSystemId", false, 0,
                            0xFFFFFFFFll, &gpu->pci_subsystem_id);
     if (r >= 0)
+        r = mock_read_uint(L, mock_pick(L, g, "pciClass"), "pciClass", false, 0x030200, 0xFFFFFF,
+                           &gpu->pci_class);
+    if (r >= 0)
         r = doc_get_int(L->doc, mock_pick(L, g, "numa"), "numa", false, -1, -1, 1023, L->d, &numa);
     if (r >= 0)
         r = doc_get_bool(L->doc, mock_pick(L, g, "persistenceMode"), "persistenceMode", false, true,
@@ -221,6 +226,73 @@ static int read_misc(struct loader *L, const json_t *g, struct mock_gpu *gpu)
     gpu->brand = (nvmlBrandType_t)brand;
     gpu->numa = (int)numa;
     return 0;
+}
+
+static const struct name_value fabric_states[] = {
+    {"not-started", NVML_GPU_FABRIC_STATE_NOT_STARTED},
+    {"in-progress", NVML_GPU_FABRIC_STATE_IN_PROGRESS},
+    {"completed", NVML_GPU_FABRIC_STATE_COMPLETED},
+};
+
+static int hex_digit(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/* "8-4-4-4-12" hex digits -> 16 bytes. */
+static bool parse_uuid(const char *s, unsigned char out[static NVML_GPU_FABRIC_UUID_LEN])
+{
+    size_t o = 0;
+    if (strlen(s) != 36)
+        return false;
+    for (size_t i = 0; i < 36; i++) {
+        if (i == 8 || i == 13 || i == 18 || i == 23) {
+            if (s[i] != '-')
+                return false;
+            continue;
+        }
+        int hi = hex_digit(s[i]), lo = hex_digit(s[i + 1]);
+        if (hi < 0 || lo < 0)
+            return false;
+        out[o++] = (unsigned char)(hi << 4 | lo);
+        i++;
+    }
+    return o == NVML_GPU_FABRIC_UUID_LEN;
+}
+
+/* fabric: {clusterUuid: UUID, cliqueId: N, state: completed}: what nvmlDeviceGetGpuFabricInfoV
+ * answers; without it the call is NOT_SUPPORTED. */
+static int read_fabric(struct loader *L, const json_t *g, struct mock_gpu *gpu)
+{
+    static const char *const keys[] = {"clusterUuid", "cliqueId", "state", NULL};
+    const json_t *o = mock_pick(L, g, "fabric");
+    json_t *f = NULL;
+    const char *uuid = NULL;
+    int r;
+
+    r = doc_get_object(L->doc, o, "fabric", false, L->d, &f);
+    if (r < 0 || !f)
+        return r;
+    r = doc_check_keys(L->doc, f, keys, L->d);
+    if (r >= 0)
+        r = doc_get_string(L->doc, f, "clusterUuid", true, NULL, L->d, &uuid);
+    if (r >= 0 && !parse_uuid(uuid, gpu->fabric_cluster))
+        r = doc_fail(L->doc, json_object_get(f, "clusterUuid"), L->d, -EINVAL,
+                     "\"clusterUuid\": expected a UUID (8-4-4-4-12 hex digits)");
+    if (r >= 0)
+        r = mock_read_uint(L, f, "cliqueId", true, 0, 0xFFFFFFFFll, &gpu->fabric_clique);
+    if (r >= 0)
+        r = mock_read_name(L, f, "state", "completed", fabric_states, ARRAY_SIZE(fabric_states),
+                           &gpu->fabric_state);
+    if (r >= 0)
+        gpu->fabric = true;
+    return r;
 }
 
 /* ---- GPUs ---- */
@@ -242,6 +314,8 @@ static int load_gpu(struct loader *L, const json_t *g, struct mock_gpu *gpu)
         r = read_misc(L, g, gpu);
     if (r >= 0)
         r = read_pci_switch(L, g, gpu);
+    if (r >= 0)
+        r = read_fabric(L, g, gpu);
     if (r >= 0)
         r = mock_read_nvlink(L, g, gpu);
     if (r >= 0)

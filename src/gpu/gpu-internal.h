@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "gpu-nvml-abi.h"
 #include "gpu.h"
@@ -42,6 +43,22 @@ enum gpu_link_level gpu_topology_level(nvmlReturn_t r, nvmlGpuTopologyLevel_t le
  * NULL or "" means "/"). -1 is sysfs' own "no NUMA"; a missing file or bad contents also give -1.
  */
 int gpu_sysfs_numa_node(const char *sysfs_root, const char *sysfs_bus_id);
+
+/* The PCI class code (0xCCSSPP) from <sysfs_root>/sys/bus/pci/devices/<bdf>/class; 0 when the
+ * file is missing or unreadable. */
+uint32_t gpu_sysfs_pci_class(const char *sysfs_root, const char *sysfs_bus_id);
+/* Whether a PCI config space (n bytes, at least 256 to be read at all) carries NVIDIA's vGPU
+ * vendor capability; the host driver's version and branch when its record is there ("" else). */
+bool gpu_vgpu_parse_config(const unsigned char *cfg, size_t n,
+                           char ret_version[static GPU_VGPU_VERSION_MAX],
+                           char ret_branch[static GPU_VGPU_VERSION_MAX]);
+/* dev->vgpu_* from <sysfs_root>/sys/bus/pci/devices/<bdf>/config (not a guest when unreadable). */
+void gpu_sysfs_vgpu(const char *sysfs_root, struct gpu_device *dev);
+/* dev->pci_class: nvmlDeviceGetPciInfoExt, else sysfs. */
+void gpu_pci_class_read(struct gpu_nvml *nvml, nvmlDevice_t h, const char *sysfs_root,
+                        struct gpu_device *dev);
+/* dev->fabric_*: nvmlDeviceGetGpuFabricInfoV, attached when registration completed. */
+void gpu_fabric_read(struct gpu_nvml *nvml, nvmlDevice_t h, struct gpu_device *dev);
 
 /* "00000000:3B:00.0" -> "0000:3b:00.0" (lower case, the 8-digit domain cut to 4 digits). */
 void gpu_bus_id_to_sysfs(const char *nvml_bus_id, char out[static GPU_BUS_ID_MAX]);

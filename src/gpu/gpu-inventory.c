@@ -193,6 +193,11 @@ static void read_device(struct gpu_nvml *nvml, const struct gpu_read_options *op
         nvmlReturn_t r = gpu_mig_read(nvml, h, v1_total, dev);
         (void)failed(dev, r, r == NVML_ERROR_MEMORY);
     }
+    if (!dev->lost) {
+        gpu_pci_class_read(nvml, h, opts->sysfs_root, dev);
+        gpu_fabric_read(nvml, h, dev);
+        gpu_sysfs_vgpu(opts->sysfs_root, dev);
+    }
     if (!dev->lost && !opts->skip_topology) {
         gpu_nvlink_read(nvml, h, &rd->nvlinks[index]);
         dev->nvlinks_active = rd->nvlinks[index].active;

@@ -100,6 +100,31 @@ static int add_identity(json_t *o, const struct gpu_device *dev)
     return 0;
 }
 
+static json_t *pci_class_json(const struct gpu_device *dev)
+{
+    char buf[16];
+    if (!dev->pci_class)
+        return json_null();
+    snprintf(buf, sizeof(buf), "0x%06x", (unsigned)dev->pci_class);
+    return json_string(buf);
+}
+
+static json_t *fabric_json(const struct gpu_device *dev)
+{
+    if (!dev->fabric_attached)
+        return json_null();
+    return json_pack("{s:s,s:I}", "clusterUuid", dev->fabric_cluster_uuid, "cliqueId",
+                     (json_int_t)dev->fabric_clique_id);
+}
+
+static json_t *vgpu_json(const struct gpu_device *dev)
+{
+    if (!dev->vgpu_guest)
+        return json_null();
+    return json_pack("{s:s,s:s}", "hostDriverVersion", dev->vgpu_host_driver_version,
+                     "hostDriverBranch", dev->vgpu_host_driver_branch);
+}
+
 static int add_capabilities(json_t *o, const struct gpu_device *dev)
 {
     if (set(o, "memoryBytes", int_or_null((json_int_t)dev->memory_bytes, dev->memory_bytes > 0)) <
@@ -109,7 +134,8 @@ static int add_capabilities(json_t *o, const struct gpu_device *dev)
         set(o, "migCapable", json_boolean(dev->mig_capable)) < 0 ||
         set(o, "migEnabled", json_boolean(dev->mig_enabled)) < 0 ||
         set(o, "nvlinks", json_integer(dev->nvlinks_active)) < 0 ||
-        set(o, "lost", json_boolean(dev->lost)) < 0 ||
+        set(o, "pciClass", pci_class_json(dev)) < 0 || set(o, "fabric", fabric_json(dev)) < 0 ||
+        set(o, "vgpu", vgpu_json(dev)) < 0 || set(o, "lost", json_boolean(dev->lost)) < 0 ||
         set(o, "error", dev->error ? json_string(nvml_error_text(dev->error)) : json_null()) < 0 ||
         set(o, "migDevices", migs_json(dev)) < 0)
         return -ENOMEM;

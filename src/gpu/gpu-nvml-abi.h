@@ -164,6 +164,40 @@ typedef struct nvmlPciInfo_st {
     char busId[NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE]; /* %08X:%02X:%02X.0 */
 } nvmlPciInfo_t;
 
+/* nvmlDeviceGetPciInfoExt: nvmlPciInfo_t with the PCI class (base 0x03: display controller;
+ * sub 0x00 VGA, 0x02 3D controller). */
+typedef struct nvmlPciInfoExt_v1_st {
+    unsigned int version; /* nvmlPciInfoExt_v1 */
+    unsigned int domain;
+    unsigned int bus;
+    unsigned int device;
+    unsigned int pciDeviceId;
+    unsigned int pciSubSystemId;
+    unsigned int baseClass;
+    unsigned int subClass;
+    char busId[NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE];
+} nvmlPciInfoExt_v1_t;
+typedef nvmlPciInfoExt_v1_t nvmlPciInfoExt_t;
+#define nvmlPciInfoExt_v1 0x01000040u
+
+/* nvmlDeviceGetGpuFabricInfoV: the GPU's registration with the NVLink fabric (Hopper and later on
+ * NVSwitch systems). */
+#define NVML_GPU_FABRIC_UUID_LEN 16
+#define NVML_GPU_FABRIC_STATE_NOT_SUPPORTED 0u
+#define NVML_GPU_FABRIC_STATE_NOT_STARTED 1u
+#define NVML_GPU_FABRIC_STATE_IN_PROGRESS 2u
+#define NVML_GPU_FABRIC_STATE_COMPLETED 3u
+typedef struct nvmlGpuFabricInfo_v2_st {
+    unsigned int version; /* nvmlGpuFabricInfo_v2 */
+    unsigned char clusterUuid[NVML_GPU_FABRIC_UUID_LEN];
+    nvmlReturn_t status; /* the registration's own result */
+    unsigned int cliqueId;
+    unsigned char state; /* NVML_GPU_FABRIC_STATE_* */
+    unsigned int healthMask;
+} nvmlGpuFabricInfo_v2_t;
+typedef nvmlGpuFabricInfo_v2_t nvmlGpuFabricInfoV_t;
+#define nvmlGpuFabricInfo_v2 0x02000024u
+
 typedef struct nvmlMemory_st {
     unsigned long long total;
     unsigned long long free;
@@ -252,6 +286,11 @@ typedef struct nvmlComputeInstanceInfo_st {
 
 _Static_assert(sizeof(nvmlPciInfo_t) == 68, "nvmlPciInfo_t layout");
 _Static_assert(sizeof(nvmlMemory_t) == 24, "nvmlMemory_t layout");
+_Static_assert(sizeof(nvmlPciInfoExt_v1_t) == 64, "nvmlPciInfoExt_v1_t layout");
+_Static_assert(offsetof(nvmlPciInfoExt_v1_t, baseClass) == 24, "nvmlPciInfoExt_v1_t offset");
+_Static_assert(sizeof(nvmlGpuFabricInfo_v2_t) == 36, "nvmlGpuFabricInfo_v2_t layout");
+_Static_assert(offsetof(nvmlGpuFabricInfo_v2_t, cliqueId) == 24, "nvmlGpuFabricInfo_v2_t offset");
+_Static_assert(offsetof(nvmlGpuFabricInfo_v2_t, state) == 28, "nvmlGpuFabricInfo_v2_t state");
 _Static_assert(sizeof(nvmlMemory_v2_t) == 40, "nvmlMemory_v2_t layout");
 _Static_assert(sizeof(nvmlEventData_t) == 32, "nvmlEventData_t layout");
 _Static_assert(sizeof(nvmlDeviceAttributes_t) == 40, "nvmlDeviceAttributes_t layout");
@@ -301,6 +340,9 @@ _Static_assert(offsetof(nvmlEventData_t, gpuInstanceId) == 24, "nvmlEventData_t 
             (nvmlDevice_t device, nvmlMemory_v2_t * memory))                                       \
     NVML_FN(nvmlReturn_t, nvmlDeviceGetPciInfo_v3, (nvmlDevice_t device, nvmlPciInfo_t * pci))     \
     NVML_FN(nvmlReturn_t, nvmlDeviceGetNumaNodeId, (nvmlDevice_t device, unsigned int *node))      \
+    NVML_FN(nvmlReturn_t, nvmlDeviceGetPciInfoExt, (nvmlDevice_t device, nvmlPciInfoExt_t * pci))  \
+    NVML_FN(nvmlReturn_t, nvmlDeviceGetGpuFabricInfoV,                                             \
+            (nvmlDevice_t device, nvmlGpuFabricInfoV_t * info))                                    \
     NVML_FN(nvmlReturn_t, nvmlDeviceGetPersistenceMode,                                            \
             (nvmlDevice_t device, nvmlEnableState_t * mode))                                       \
     NVML_FN(nvmlReturn_t, nvmlDeviceGetTopologyCommonAncestor,                                     \

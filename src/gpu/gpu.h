@@ -24,6 +24,8 @@
 #define GPU_BUS_ID_MAX 32
 #define GPU_PROFILE_MAX 32
 #define GPU_VERSION_MAX 80
+#define GPU_FABRIC_UUID_MAX 40
+#define GPU_VGPU_VERSION_MAX 16
 
 /* A loaded and initialised NVML library. */
 struct gpu_nvml;
@@ -108,6 +110,19 @@ struct gpu_device {
     bool mig_enabled;        /* current MIG mode */
     unsigned nvlinks_active; /* active NVLink links */
     bool nvswitch;           /* at least one link ends at an NVSwitch */
+    /* PCI class code 0xCCSSPP (0x030200 3D controller, 0x030000 VGA), from
+     * nvmlDeviceGetPciInfoExt, else <sysfs_root>/sys/bus/pci/devices/<bus id>/class; 0 unknown. */
+    uint32_t pci_class;
+    /* NVLink fabric membership (nvmlDeviceGetGpuFabricInfoV): set when the GPU's registration
+     * completed with a non-zero cluster UUID. */
+    bool fabric_attached;
+    char fabric_cluster_uuid[GPU_FABRIC_UUID_MAX]; /* canonical lower-case UUID, "" if unattached */
+    unsigned fabric_clique_id;
+    /* A vGPU guest: the GPU's PCI config space (sysfs) holds NVIDIA's vGPU vendor capability,
+     * which also names the host's driver. false when the config space cannot be read. */
+    bool vgpu_guest;
+    char vgpu_host_driver_version[GPU_VGPU_VERSION_MAX]; /* "460.16" */
+    char vgpu_host_driver_branch[GPU_VGPU_VERSION_MAX];  /* "r460_00" */
     size_t n_migs;
     struct gpu_mig_device *migs;
 };

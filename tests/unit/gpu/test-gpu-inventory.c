@@ -400,7 +400,8 @@ static const char *const GPU_KEYS[] = {
     "index",        "uuid",       "name",        "pciBusId",
     "minor",        "numaNode",   "memoryBytes", "computeCapability",
     "architecture", "migCapable", "migEnabled",  "nvlinks",
-    "lost",         "error",      "migDevices",  NULL};
+    "lost",         "error",      "migDevices",  "pciClass",
+    "fabric",       "vgpu",       NULL};
 static const char *const MIG_KEYS[] = {"uuid",        "profile",         "giId",        "ciId",
                                        "memoryBytes", "multiprocessors", "copyEngines", "decoders",
                                        "encoders",    "jpegEngines",     "ofaEngines",  "placement",
@@ -427,6 +428,12 @@ static void test_json_dgx_h100(void **state)
     assert_true(json_is_null(json_object_get(g, "error")));
     assert_int_equal(json_integer_value(json_object_get(g, "nvlinks")), 18);
     assert_int_equal(json_array_size(json_object_get(g, "migDevices")), 0);
+    assert_string_equal(json_string_value(json_object_get(g, "pciClass")), "0x030200");
+    json_t *fabric = json_object_get(g, "fabric");
+    assert_string_equal(json_string_value(json_object_get(fabric, "clusterUuid")),
+                        "c6d1ec5e-4e43-4d0e-9c5f-9d1b2a3c4e5f");
+    assert_int_equal(json_integer_value(json_object_get(fabric, "cliqueId")), 32766);
+    assert_true(json_is_null(json_object_get(g, "vgpu")));
     json_t *matrix = json_object_get(json_object_get(doc, "topology"), "matrix");
     assert_int_equal(json_array_size(matrix), 8);
     assert_int_equal(json_array_size(json_array_get(matrix, 7)), 8);
