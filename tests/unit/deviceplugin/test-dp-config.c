@@ -662,6 +662,39 @@ static void test_enum_names(void **state)
     assert_string_equal(dp_mig_strategy_to_string((enum dp_mig_strategy)9), "?");
 }
 
+/* flags.gfd and flags.useNodeFeatureAPI are kept for discover (src/dpconfig is shared), with the
+ * sleep interval as written and its position; the device plugin's configuration is the same as
+ * without them. */
+static void test_gfd_kept(void **state)
+{
+    (void)state;
+    struct dp_config cfg, plain;
+    test_load_ok(&cfg, "version: v1\nflags:\n  migStrategy: single\n  useNodeFeatureAPI: false\n"
+                       "  gfd:\n    oneshot: true\n    sleepInterval: soon\n"
+                       "    outputFile: /out/gfd\n");
+    assert_true(cfg.gfd.has_oneshot);
+    assert_true(cfg.gfd.oneshot);
+    assert_false(cfg.gfd.has_no_timestamp);
+    assert_string_equal(cfg.gfd.sleep_interval, "soon");
+    assert_int_equal(cfg.gfd.sleep_interval_line, 7);
+    assert_int_equal(cfg.gfd.sleep_interval_col, 20);
+    assert_string_equal(cfg.gfd.output_file, "/out/gfd");
+    assert_null(cfg.gfd.machine_type_file);
+    assert_true(cfg.gfd.has_use_node_feature_api);
+    assert_false(cfg.use_node_feature_api);
+
+    test_load_ok(&plain,
+                 "version: v1\nflags:\n  migStrategy: single\n  useNodeFeatureAPI: false\n");
+    assert_false(plain.gfd.has_oneshot);
+    assert_null(plain.gfd.sleep_interval);
+    char *a = test_json(&cfg), *b = test_json(&plain);
+    assert_string_equal(a, b);
+    free(a);
+    free(b);
+    dp_config_release(&cfg);
+    dp_config_release(&plain);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -672,7 +705,7 @@ int main(void)
         cmocka_unit_test(test_validate),         cmocka_unit_test(test_resource_names),
         cmocka_unit_test(test_examples_load),    cmocka_unit_test(test_example_contents),
         cmocka_unit_test(test_missing_file),     cmocka_unit_test(test_round_trip),
-        cmocka_unit_test(test_enum_names),
+        cmocka_unit_test(test_enum_names),       cmocka_unit_test(test_gfd_kept),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
