@@ -599,10 +599,10 @@ void discover_usage(FILE *out)
         fprintf(out, "--%s%s%s\n", opt->arg.name, opt->value_name ? "=" : "",
                 opt->value_name ? opt->value_name : "");
         print_indented(out, opt->help);
-        if (opt->env)
-            fprintf(out, " [$%s%s%s]", opt->env, opt->env_alias ? ", $" : "",
-                    opt->env_alias ? opt->env_alias : "");
         fputc('\n', out);
+        if (opt->env) /* on a line of its own, so that lines stay within 100 columns */
+            fprintf(out, "                          [$%s%s%s]\n", opt->env,
+                    opt->env_alias ? ", $" : "", opt->env_alias ? opt->env_alias : "");
     }
     fputs(CLI_COMMON_HELP, out);
     fputs("\n"
