@@ -10,6 +10,7 @@
 #include "celcmd.h"
 #include "cli.h"
 #include "dalloccmd.h"
+#include "discover.h"
 #include "dp.h"
 #include "dra.h"
 #include "info.h"
@@ -37,6 +38,7 @@ static const struct command COMMANDS[] = {
     {"cdi", "generate CDI specs for the node's GPUs (cdi generate)", nvcdi_cmd_main},
     {"device-plugin", "the kubelet device plugin for NVIDIA GPUs", dp_main},
     {"dra-driver", "the DRA kubelet driver for NVIDIA GPUs (gpu.nvidia.com)", dra_main},
+    {"discover", "GPU feature discovery: NVIDIA GFD's node labels", discover_main},
     {"cel", "evaluate CEL expressions as DRA device selectors (cel eval)", celcmd_main},
     {"allocate", "allocate DRA ResourceClaims to devices on a node", dalloccmd_main},
     {"schedule", "simulate the scheduler placing pods with DRA claims on nodes", schedcmd_main},

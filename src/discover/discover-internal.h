@@ -116,7 +116,7 @@ void discover_usage(FILE *out);
 /* "key=value\n" per label, in the set's (sorted) order. */
 _wur_ int discover_labels_format(const struct discover_labels *l, struct strbuf *out);
 /* Writes the NFD local features file atomically (temporary file, fsync, rename), mode 0644,
- * creating its directory when missing. */
+ * creating its directory when missing: 1 when written, 0 when it already held these labels. */
 _wur_ int discover_output_file(const char *path, const struct discover_labels *l, struct diag *d);
 
 struct kube_client;

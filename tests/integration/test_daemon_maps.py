@@ -75,6 +75,27 @@ def test_dra_driver_maps_only_its_libraries(node):  # noqa: F811
     assert {"libssl.so.3", "libcrypto.so.3"} <= names
 
 
+def test_discover_maps_tls_only_for_the_nodefeature_api(gp, fakekube, tmp_path):
+    from test_discover import Daemon, wait_until
+    out = tmp_path / "gfd"
+    (tmp_path / "c.yaml").write_text("version: v1\n")  # a YAML config: libfyaml only while read
+    files = Daemon(gp, tmp_path, "--mock", "dgx-h100", "--use-node-feature-api=false", "-o", out,
+                   "--sleep-interval", "infinite", "--config-file", tmp_path / "c.yaml")
+    api = None
+    try:
+        wait_until(lambda: out.exists() or files.proc.poll() is not None, what="the features file")
+        check(files.proc.pid, DEVICE_PLUGIN)  # the file alone: no TLS, YAML or regex library
+        api = Daemon(gp, tmp_path, "--mock", "dgx-h100", "--node-name", "n1", "--namespace", "ns",
+                     "--kubeconfig", fakekube.kubeconfig, "--sleep-interval", "infinite")
+        wait_until(lambda: fakekube.objects("nodefeatures") or api.proc.poll() is not None,
+                   what="the NodeFeature")
+        assert {"libssl.so.3"} <= check(api.proc.pid, DRA_DRIVER)
+    finally:
+        for d in (files, api):
+            if d:
+                d.stop()
+
+
 def test_build_links_no_optional_library():
     """The binary's own dependencies (DT_NEEDED) are the base set: everything else is loaded at
     first use by the commands that need it."""
