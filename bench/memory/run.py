@@ -11,6 +11,8 @@ Each daemon runs on the mock DGX H100 (8 GPUs) doing its job, then /proc/PID is 
   device-plugin  time-slicing with 8 replicas per GPU (64 devices, config file read at start),
                  registered with the kubelet emulator (tools/kubelet-emulator), after 1000 Allocate
                  calls from grpcio
+  discover       writing the NFD features file (no NodeFeature API: no TLS), after five passes 100 ms
+                 apart with a config file read at start
   dra-driver     against the fake API server (HTTPS, tests/integration/fakekube.py) and the DRA
                  kubelet emulator, with 100 claims prepared (8 allocated by `gpuplane allocate`, one
                  per GPU, then cloned so that several claims share a GPU, as time-sliced claims do)
@@ -47,7 +49,8 @@ sharing:
     - name: nvidia.com/gpu
       replicas: 8
 """
-TARGETS = {"device-plugin": {"VmRSS": 4096}, "dra-driver": {"VmRSS": 8192, "Pss": 6144}}
+TARGETS = {"device-plugin": {"VmRSS": 4096}, "dra-driver": {"VmRSS": 8192, "Pss": 6144},
+           "discover": {"VmRSS": 3072}}
 
 
 def progress(msg):
@@ -98,6 +101,26 @@ def device_plugin(build):
         return snapshot(p.pid)
     finally:
         h.teardown()
+
+
+def discover(build):
+    from conftest import Gpuplane
+    from test_discover import Daemon, wait_until
+    progress("discover: dgx-h100, the features file ...")
+    work = pathlib.Path(tempfile.mkdtemp(prefix="gpmem-"))
+    d = None
+    try:
+        (work / "config.yaml").write_text(REPLICAS)
+        d = Daemon(Gpuplane(build), work, "--mock", "dgx-h100", "--use-node-feature-api=false",
+                   "-o", work / "gfd", "--sleep-interval", "100ms", "--config-file",
+                   work / "config.yaml", "-v=2")
+        wait_until(lambda: d.log().count("labels written") + d.log().count("labels unchanged") >= 5,
+                   what="five passes")
+        return snapshot(d.proc.pid)
+    finally:
+        if d:
+            d.stop()
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def load_dra_bench():
@@ -174,7 +197,8 @@ def main():
     if not (build / "gpuplane").exists():
         raise SystemExit(f"run.py: {build / 'gpuplane'} is not built (make build)")
     os.environ["GPUPLANE_BUILD"] = str(build)
-    results = {"device-plugin": device_plugin(build), "dra-driver": dra_driver(build, args.claims)}
+    results = {"device-plugin": device_plugin(build), "discover": discover(build),
+               "dra-driver": dra_driver(build, args.claims)}
     head = describe(machine())
     if args.json:
         pathlib.Path(args.json).write_text(json.dumps({"machine": head, **results}, indent=2) + "\n")

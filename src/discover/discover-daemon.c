@@ -327,7 +327,9 @@ int discover_main(int argc, char **argv)
     int r = discover_options_parse(argc, argv, &o, &d);
     if (r < 0) {
         cli_error("%s", d.msg[0] ? d.msg : "invalid options");
-        r = CLI_EXIT_USAGE;
+        /* A config file that does not load is a failure, as with the device plugin; a wrong
+         * command line is a usage error. */
+        r = r == -EINVAL && d.line == 0 ? CLI_EXIT_USAGE : CLI_EXIT_FAILURE;
     } else if (o.common.help) {
         discover_usage(stdout);
         r = CLI_EXIT_OK;

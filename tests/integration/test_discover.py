@@ -103,6 +103,22 @@ def test_mig_single_on_mixed_gpus_is_invalid(gp, a100_single):
     assert valid["nvidia.com/gpu.count"] == "4"
 
 
+@pytest.mark.parametrize("text,where", [("version: v1\nsharing: [\n", ":3:1: "),
+                                        ("version: v1\nflags:\n  migStrategy: bogus\n", ":3:16: ")])
+def test_invalid_config_exits_1_with_position(gp, tmp_path, text, where):
+    cfg = tmp_path / "bad.yaml"
+    cfg.write_text(text)
+    p = gp.run("discover", "--mock", "pcie-t4", "--print-labels", "--config-file", cfg)
+    assert p.returncode == 1 and f"{cfg}{where}" in p.stderr, p.stderr
+    assert p.stdout == ""
+
+
+def test_usage_errors_exit_2(gp):
+    for args in (["--bogus"], ["--sleep-interval", "5"], ["--mig-strategy", "all"]):
+        p = gp.run("discover", "--mock", "pcie-t4", *args)
+        assert p.returncode == 2 and "--help" in p.stderr, (args, p.stderr)
+
+
 def test_labels_follow_the_inventory(gp):
     info = gp.json("info", "--mock", "dgx-h100", "--json")
     g = info["gpus"][0]
