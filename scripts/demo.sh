@@ -4,7 +4,8 @@
 # `make demo`: gpuplane on a simulated DGX H100 (the mock NVML library with examples/nodes/dgx-h100.yaml):
 # the node's GPUs, then `gpuplane device-plugin` against the kubelet emulator (tools/kubelet-emulator):
 # registration, the device list, a preferred allocation of 4 GPUs and its Allocate response, an XID 79
-# taking one GPU out and the recovery bringing it back; then `gpuplane dra-driver` against the test API
+# taking one GPU out and the recovery bringing it back; the node's labels as NVIDIA's GPU Feature
+# Discovery writes them (`gpuplane discover`); then `gpuplane dra-driver` against the test API
 # server and the DRA kubelet emulator (slices published, a claim allocated by `gpuplane allocate`,
 # prepared with its CDI spec, unprepared) and a DRA scheduling simulation (`gpuplane schedule`). No
 # GPU, no kubelet and no cluster are needed; it takes about 8 seconds. The daemons' own logs go to
@@ -33,7 +34,7 @@ dir=$work/device-plugins
 events=$work/faults.jsonl
 mkdir -p "$dir"
 : >"$events"
-trap 'rm -rf "$dir" "$events" "$work/kubelet_internal_checkpoint"' EXIT
+trap 'rm -rf "$dir" "$events" "$work/kubelet_internal_checkpoint" "$work/features.d"' EXIT
 
 title "gpuplane device-plugin against the kubelet emulator"
 cat <<EOF
@@ -63,6 +64,18 @@ MOCK_NVML_EVENTS=$events tools/kubelet-emulator/kubelet-emu run --dir "$dir" --l
 title "Logs"
 echo "The daemon's log (klog): $work/spawn-1.log"
 grep -E 'registered with|device unhealthy|healthy again' "$work/spawn-1.log" | sed 's/^/  /' || true
+
+title "gpuplane discover: the node's labels (NVIDIA GPU Feature Discovery's)"
+cat <<EOF
+One pass written as the NFD local features file (nfd-worker turns it into node labels); in a
+cluster the default is a NodeFeature object. With MIG strategy mixed, the A100 node gets a label
+set per MIG profile.
+EOF
+show "$bin" discover --mock dgx-h100 --oneshot --use-node-feature-api=false -o "$work/features.d/gfd"
+printf '\n\033[1m$ %s\033[0m\n' "cat $work/features.d/gfd"
+cat "$work/features.d/gfd"
+printf '\n\033[1m$ %s\033[0m\n' "$bin discover --mock a100-mig --mig-strategy mixed --print-labels | grep mig-3g"
+"$bin" discover --mock a100-mig --mig-strategy mixed --print-labels | grep 'mig-3g' || status=$?
 
 title "gpuplane dra-driver: the DRA kubelet driver (gpu.nvidia.com)"
 cat <<'TEXT'
