@@ -142,6 +142,12 @@ def test_sharing_config_shapes_the_labels(gp, tmp_path):
     assert labels["nvidia.com/gpu.replicas"] == "4"
     assert labels["nvidia.com/gpu.sharing-strategy"] == "time-slicing"
     assert labels["nvidia.com/gpu.product"].endswith("-SHARED")
+    cfg.write_text("version: v1\nflags:\n  migStrategy: mixed\nsharing:\n  mps:\n    resources:\n"
+                   "    - name: nvidia.com/mig-1g.5gb\n      replicas: 2\n")
+    labels = print_labels(gp, "a100-mig", "--config-file", cfg)
+    check_sharing(labels, "nvidia.com/mig-1g.5gb", (2, "mps", False))
+    check_sharing(labels, "nvidia.com/mig-3g.20gb", (1, "none", False))
+    check_sharing(labels, "nvidia.com/gpu", (1, "none", False))
 
 
 def test_oneshot_writes_the_features_file(gp, tmp_path):
@@ -299,3 +305,50 @@ def test_nodefeature_needs_a_node_name(gp, fakekube):
     p = gp.run("discover", "--mock", "dgx-h100", "--oneshot", "--kubeconfig", fakekube.kubeconfig)
     assert p.returncode == 1
     assert "--node-name" in p.stderr
+
+
+# ---- the device plugin's example configs, shared with discover ----
+
+def expected_share(cfg, resource):
+    """(replicas, strategy, renamed) of resource by the config's sharing section (mps first, as both
+    daemons read it), or (1, "none", False)."""
+    sharing = cfg.get("sharing") or {}
+    for key, strategy in (("mps", "mps"), ("timeSlicing", "time-slicing")):
+        section = sharing.get(key)
+        if not section:
+            continue
+        for r in section.get("resources", []):
+            name = r["name"] if "/" in r["name"] else "nvidia.com/" + r["name"]
+            if name != resource:
+                continue
+            per_device = [d["replicas"] for d in r.get("devices", []) if isinstance(d, dict)]
+            replicas = max([r.get("replicas", 0)] + per_device)
+            renamed = "rename" in r or bool(section.get("renameByDefault"))
+            return replicas, strategy if replicas > 1 else "none", renamed
+        return 1, "none", False
+    return 1, "none", False
+
+
+def check_sharing(labels, prefix, share):
+    replicas, strategy, renamed = share
+    assert labels[f"{prefix}.replicas"] == str(replicas)
+    assert labels[f"{prefix}.sharing-strategy"] == strategy
+    assert labels[f"{prefix}.product"].endswith("-SHARED") == (replicas > 1 and not renamed)
+
+
+@pytest.mark.parametrize("example", sorted(p.name for p in (ROOT / "examples" / "device-plugin").glob("*.yaml")))
+def test_device_plugin_example_configs(gp, example):
+    import yaml
+    path = ROOT / "examples" / "device-plugin" / example
+    cfg = yaml.safe_load(path.read_text())
+    mig = (cfg.get("flags") or {}).get("migStrategy", "none")
+    profile = "a100-mig" if mig == "mixed" else "dgx-h100"
+    labels = print_labels(gp, profile, "--config-file", path, "--no-timestamp")
+    check_sharing(labels, "nvidia.com/gpu", expected_share(cfg, "nvidia.com/gpu"))
+    if mig == "mixed":
+        assert labels["nvidia.com/mig.strategy"] == "mixed"
+        profiles = {k[len("nvidia.com/mig-"):-len(".count")] for k in labels
+                    if k.startswith("nvidia.com/mig-") and k.endswith(".count")}
+        assert profiles, labels
+        for p in profiles:
+            check_sharing(labels, f"nvidia.com/mig-{p}", expected_share(cfg, f"nvidia.com/mig-{p}"))
