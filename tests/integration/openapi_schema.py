@@ -65,3 +65,26 @@ def crd_validator(group, version, kind):
                 schema = strict(copy.deepcopy(v["schema"]["openAPIV3Schema"]))
                 return jsonschema.Draft202012Validator(schema)
     raise KeyError(f"{kind}.{group}/{version} is not in {NFD_CRDS}")
+
+
+REFERENCE_OPENAPI = HERE.parents[2] / "shared" / "reference" / "openapi"
+# apiVersion -> (the reference document, the schemas' name prefix)
+API_DOCUMENTS = {
+    "v1": ("core_v1.json", "io.k8s.api.core.v1."),
+    "apps/v1": ("apps_v1.json", "io.k8s.api.apps.v1."),
+    "rbac.authorization.k8s.io/v1": ("rbac_v1.json", "io.k8s.api.rbac.v1."),
+}
+
+
+@functools.lru_cache(maxsize=None)
+def _reference_components(name):
+    doc = json.loads((REFERENCE_OPENAPI / name).read_text())
+    return strict(copy.deepcopy(doc["components"]))
+
+
+def api_validator(api_version, kind):
+    """A strict validator for a built-in kind from the official OpenAPI documents in the reference
+    folder (core, apps, rbac)."""
+    name, prefix = API_DOCUMENTS[api_version]
+    schema = {"$ref": f"#/components/schemas/{prefix}{kind}", "components": _reference_components(name)}
+    return jsonschema.Draft202012Validator(schema)

@@ -352,3 +352,21 @@ def test_device_plugin_example_configs(gp, example):
         assert profiles, labels
         for p in profiles:
             check_sharing(labels, f"nvidia.com/mig-{p}", expected_share(cfg, f"nvidia.com/mig-{p}"))
+
+
+def test_example_manifests_are_valid(gp, tmp_path):
+    import yaml
+    import openapi_schema
+    docs = list(yaml.safe_load_all((ROOT / "examples" / "discover" / "gpu-feature-discovery.yaml").read_text()))
+    assert [d["kind"] for d in docs] == ["ServiceAccount", "Role", "RoleBinding", "ConfigMap", "DaemonSet"]
+    for d in docs:
+        errors = list(openapi_schema.api_validator(d["apiVersion"], d["kind"]).iter_errors(d))
+        assert not errors, (d["kind"], [e.message for e in errors])
+    # the config map's config is one discover takes
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text(docs[3]["data"]["config.yaml"])
+    labels = print_labels(gp, "dgx-h100", "--config-file", cfg)
+    assert labels["nvidia.com/mig.strategy"] == "single"
+    assert labels["nvidia.com/gpu.replicas"] == "4"
+    rules = docs[1]["rules"]
+    assert {"get", "create", "update"} <= set(rules[0]["verbs"]) and rules[0]["resources"] == ["nodefeatures"]
