@@ -234,17 +234,6 @@ static const struct name_value fabric_states[] = {
     {"completed", NVML_GPU_FABRIC_STATE_COMPLETED},
 };
 
-static int hex_digit(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* "8-4-4-4-12" hex digits -> 16 bytes. */
 static bool parse_uuid(const char *s, unsigned char out[static NVML_GPU_FABRIC_UUID_LEN])
 {
@@ -257,7 +246,7 @@ static bool parse_uuid(const char *s, unsigned char out[static NVML_GPU_FABRIC_U
                 return false;
             continue;
         }
-        int hi = hex_digit(s[i]), lo = hex_digit(s[i + 1]);
+        int hi = hex_digit_value(s[i]), lo = hex_digit_value(s[i + 1]);
         if (hi < 0 || lo < 0)
             return false;
         out[o++] = (unsigned char)(hi << 4 | lo);

@@ -66,6 +66,18 @@ static inline void fclosep(FILE **f)
             func(*p);                                                                              \
     }
 
+/* The value of a hexadecimal digit (either case), or -1 for any other character. */
+static inline int hex_digit_value(int c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
 /* A negative errno from a libc call that set errno; never 0, so a caller can rely on failure. */
 static inline int negative_errno(void)
 {

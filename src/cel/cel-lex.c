@@ -56,17 +56,6 @@ static bool is_digit(int c)
     return c >= '0' && c <= '9';
 }
 
-static int hex_val(int c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 static bool is_ident_start(int c)
 {
     return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
@@ -195,7 +184,7 @@ static int decode_escape(const char *src, size_t end, size_t *pos, bool bytes, u
             return -EINVAL;
         }
         for (int i = 0; i < digits; i++) {
-            int h = p < end ? hex_val((unsigned char)src[p]) : -1;
+            int h = p < end ? hex_digit_value((unsigned char)src[p]) : -1;
             if (h < 0) {
                 *ret_msg = "invalid hex escape";
                 return -EINVAL;
@@ -324,7 +313,7 @@ static int parse_uint(const char *s, size_t n, uint64_t *ret)
         i = 1;
     }
     for (; i < n; i++) {
-        int dv = hex_val((unsigned char)s[i]);
+        int dv = hex_digit_value((unsigned char)s[i]);
         if (dv < 0 || (unsigned)dv >= base)
             return -EINVAL;
         if (v > (UINT64_MAX - (unsigned)dv) / base)
@@ -363,9 +352,9 @@ static int lex_number(struct cel_lexer *lx, struct cel_token *tok, struct diag *
     size_t start = lx->pos, p = start;
     bool is_double = false;
     if (peek_at(lx, p) == '0' && (peek_at(lx, p + 1) == 'x' || peek_at(lx, p + 1) == 'X') &&
-        hex_val(peek_at(lx, p + 2)) >= 0) {
+        hex_digit_value(peek_at(lx, p + 2)) >= 0) {
         p += 2;
-        while (hex_val(peek_at(lx, p)) >= 0)
+        while (hex_digit_value(peek_at(lx, p)) >= 0)
             p++;
     } else {
         p = scan_digits(lx, p);

@@ -201,10 +201,7 @@ static int chunk_size(struct kube_h1 *p, struct diag *d)
     uint64_t x = 0;
     size_t i = 0;
     for (; s[i] && s[i] != ';' && s[i] != ' ' && s[i] != '\t'; i++) {
-        int v = s[i] >= '0' && s[i] <= '9'   ? s[i] - '0'
-                : s[i] >= 'a' && s[i] <= 'f' ? s[i] - 'a' + 10
-                : s[i] >= 'A' && s[i] <= 'F' ? s[i] - 'A' + 10
-                                             : -1;
+        int v = hex_digit_value((unsigned char)s[i]);
         if (v < 0 || i >= 15)
             return diag_fail(d, -EPROTO, "malformed response: bad chunk size");
         x = x * 16 + (uint64_t)v;

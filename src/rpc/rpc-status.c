@@ -54,17 +54,6 @@ int rpc_percent_encode(struct strbuf *out, const char *s)
     return 0;
 }
 
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 size_t rpc_percent_decode(const char *in, size_t len, char *out, size_t outsz)
 {
     size_t o = 0;
@@ -74,8 +63,8 @@ size_t rpc_percent_decode(const char *in, size_t len, char *out, size_t outsz)
     for (size_t i = 0; i < len && o + 1 < outsz; i++) {
         int hi, lo;
 
-        if (in[i] == '%' && i + 2 < len && (hi = hexval(in[i + 1])) >= 0 &&
-            (lo = hexval(in[i + 2])) >= 0) {
+        if (in[i] == '%' && i + 2 < len && (hi = hex_digit_value(in[i + 1])) >= 0 &&
+            (lo = hex_digit_value(in[i + 2])) >= 0) {
             out[o++] = (char)(hi << 4 | lo);
             i += 2;
         } else {
