@@ -217,3 +217,67 @@ DEFINE_POINTER_CLEANUP(struct gpu_health, gpu_health_stop)
  * $GPUPLANE_MOCK_LIB). The caller frees *ret_lib_path.
  */
 _wur_ int gpu_mock_select(const char *profile, struct diag *d, char **ret_lib_path);
+
+/* ---- telemetry (gpu-telemetry.c) ---- */
+
+/*
+ * The values a metrics exporter reads from each device, one per DCGM field dcgm-exporter exports by
+ * default that NVML can answer (shared/reference/dcgm-to-nvml-map.csv names the call behind each).
+ * Units are dcgm-exporter's.
+ */
+enum gpu_metric {
+    GPU_METRIC_SM_CLOCK,                    /* MHz */
+    GPU_METRIC_MEM_CLOCK,                   /* MHz */
+    GPU_METRIC_MEMORY_TEMP,                 /* °C (HBM GPUs) */
+    GPU_METRIC_GPU_TEMP,                    /* °C */
+    GPU_METRIC_POWER_USAGE,                 /* W, fractional (NVML's mW / 1000) */
+    GPU_METRIC_TOTAL_ENERGY,                /* mJ since the driver loaded; monotonic */
+    GPU_METRIC_PCIE_REPLAY,                 /* count; monotonic */
+    GPU_METRIC_GPU_UTIL,                    /* % */
+    GPU_METRIC_MEM_COPY_UTIL,               /* % */
+    GPU_METRIC_ENC_UTIL,                    /* % */
+    GPU_METRIC_DEC_UTIL,                    /* % */
+    GPU_METRIC_FB_FREE,                     /* MiB */
+    GPU_METRIC_FB_USED,                     /* MiB */
+    GPU_METRIC_FB_RESERVED,                 /* MiB */
+    GPU_METRIC_NVLINK_BANDWIDTH_TOTAL,      /* KiB sent and received over every link; monotonic */
+    GPU_METRIC_VGPU_LICENSE_STATUS,         /* enum (vGPU guests) */
+    GPU_METRIC_UNCORRECTABLE_REMAPPED_ROWS, /* count; monotonic */
+    GPU_METRIC_CORRECTABLE_REMAPPED_ROWS,   /* count; monotonic */
+    GPU_METRIC_ROW_REMAP_FAILURE,           /* 0 or 1 */
+    GPU_METRIC_GR_ENGINE_ACTIVE,            /* ratio 0..1 (GPU performance monitoring, Hopper+) */
+    GPU_METRIC_TENSOR_ACTIVE,               /* ratio 0..1 (idem) */
+    GPU_METRIC_DRAM_ACTIVE,                 /* ratio 0..1 (idem) */
+    GPU_METRIC_PCIE_TX_BYTES,               /* B/s */
+    GPU_METRIC_PCIE_RX_BYTES,               /* B/s */
+    GPU_METRIC_COUNT,
+};
+
+/* One device's values: bit m of have set when v[m] holds what the device answered. */
+struct gpu_sample {
+    uint64_t have;
+    double v[GPU_METRIC_COUNT];
+};
+
+struct gpu_telemetry;
+
+/* State for reading telemetry from the devices of inv (borrowed; it must outlive the object): what
+ * each device turned out not to support, rate and GPM baselines. */
+_wur_ int gpu_telemetry_new(struct gpu_nvml *nvml, const struct gpu_inventory *inv,
+                            struct gpu_telemetry **ret);
+struct gpu_telemetry *gpu_telemetry_free(struct gpu_telemetry *t);
+DEFINE_POINTER_CLEANUP(struct gpu_telemetry, gpu_telemetry_free)
+
+/*
+ * Reads the metrics of want (a bit mask of 1 << gpu_metric) from GPU gpu (inventory index), or from
+ * its MIG device mig (index into its migs; -1: the full GPU; a MIG device answers only what NVML
+ * answers for MIG handles, e.g. memory). A metric a device answers NOT_SUPPORTED (or N/A) for is
+ * remembered and never asked again; *ret_unsupported gets the bits that became unsupported in this
+ * call, so the caller can log each once. A device that is lost fails the call (-ENODEV). May block
+ * in NVML: call it from a worker thread, never two calls on one object at once.
+ */
+_wur_ int gpu_telemetry_read(struct gpu_telemetry *t, size_t gpu, int mig, uint64_t want,
+                             struct gpu_sample *ret, uint64_t *ret_unsupported);
+
+/* Whether the metric's values are whole numbers (printed as integers) rather than fractions. */
+bool gpu_metric_is_integer(enum gpu_metric m);
