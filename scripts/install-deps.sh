@@ -15,6 +15,7 @@ valgrind python3 python3-pytest python3-yaml python3-jsonschema python3-cryptogr
 python3-grpcio python3-grpc-tools python3-protobuf
 golang-go golang-google-grpc-dev golang-google-protobuf-dev protoc-gen-go protoc-gen-go-grpc
 podman runc busybox-static
+prometheus
 "
 
 missing=""
