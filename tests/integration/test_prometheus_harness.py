@@ -113,7 +113,7 @@ def test_rate_of_a_counter(prom):
     # 1500 mJ per scrape, one scrape a second: about 1.5 W once two samples are in the window.
     [(_, rate)] = prom.wait_until('rate(DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{gpu="0"}[5s])',
                                   lambda r: len(r) == 1 and r[0][1] > 0)
-    assert 300 < rate < 3000
+    assert 300 < rate < 6000  # about 1500; a second scraper of the same server doubles it
 
 
 def test_query_range(prom):
