@@ -1,0 +1,170 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The pure core of `gpuplane exporter`, shared inside the module: the catalog of DCGM fields and
+ * where each value comes from (exporter-fields.c), dcgm-exporter's counters file
+ * (exporter-counters.c), its XID messages (exporter-xid.c) and the Prometheus text exposition of a
+ * snapshot of telemetry (exporter-render.c). Nothing here calls NVML, logs or touches the network;
+ * docs/exporter.md describes the formats and the dcgm-exporter sources they follow.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base.h"
+#include "gpu.h"
+
+/* ---- the field catalog (exporter-fields.c) ---- */
+
+/* Where the value of a DCGM field comes from. */
+enum exporter_source {
+    EXPORTER_SOURCE_METRIC,         /* a gpu_metric of the device's gpu_sample */
+    EXPORTER_SOURCE_XID,            /* the last XID of the GPU, from NVML's events */
+    EXPORTER_SOURCE_DRIVER_VERSION, /* the driver version string (nvmlSystemGetDriverVersion) */
+    EXPORTER_SOURCE_NONE,           /* known to dcgm-exporter, not answerable through NVML */
+};
+
+/* How a value is printed: DCGM's field type (INT64, DOUBLE, STRING), formatted as dcgm-exporter
+ * does. */
+enum exporter_value_kind {
+    EXPORTER_VALUE_INT,    /* a decimal integer */
+    EXPORTER_VALUE_FLOAT,  /* "%f": six decimals */
+    EXPORTER_VALUE_STRING, /* only usable as a label */
+};
+
+struct exporter_field {
+    const char *name; /* "DCGM_FI_DEV_GPU_TEMP" */
+    /* DCGM's field id. dcgm-exporter prints metric families in field id order (its template
+     * ranges over a map keyed by the counter, which Go sorts by FieldID first), and so do we. */
+    uint16_t id;
+    enum exporter_source source;
+    enum gpu_metric metric; /* EXPORTER_SOURCE_METRIC only */
+    enum exporter_value_kind kind;
+};
+
+/* The field named name (exact, case-sensitive, len bytes), or NULL when dcgm-exporter would not
+ * know it either. */
+const struct exporter_field *exporter_field_lookup(const char *name, size_t len);
+/* The catalog, for iterating: entry i < exporter_field_count(). */
+size_t exporter_field_count(void);
+const struct exporter_field *exporter_field_at(size_t i);
+
+/* ---- the counters file (exporter-counters.c) ---- */
+
+enum exporter_prom_type {
+    EXPORTER_GAUGE,
+    EXPORTER_COUNTER,
+    EXPORTER_HISTOGRAM, /* accepted as dcgm-exporter does; printed as a plain sample */
+    EXPORTER_SUMMARY,   /* idem */
+    EXPORTER_LABEL,     /* not a metric: the value becomes a label on every series of the device */
+};
+
+/* "gauge", "counter", ... */
+const char *exporter_prom_type_name(enum exporter_prom_type t);
+
+struct exporter_counter {
+    const struct exporter_field *field; /* borrowed from the catalog */
+    enum exporter_prom_type type;
+    char *help; /* owned; the help text, trimmed, unquoted */
+    unsigned line;
+};
+
+struct exporter_counters {
+    /* The counters that will be exported, in DCGM field id order (the order of the output). */
+    struct exporter_counter *v;
+    size_t n;
+    /* One "file:line: message" per line that was accepted and skipped (a field NVML cannot answer,
+     * an exporter-computed DCGM_EXP_* field): for the daemon to log at start. */
+    char **warnings;
+    size_t n_warnings;
+};
+
+/* The most bytes a counters file may have. */
+#define EXPORTER_COUNTERS_MAX_BYTES ((size_t)1 << 20)
+/* The name used in the messages about the built-in default file. */
+#define EXPORTER_DEFAULT_COUNTERS_NAME "default-counters.csv (built in)"
+
+void exporter_counters_init(struct exporter_counters *c);
+void exporter_counters_release(struct exporter_counters *c);
+
+/*
+ * Parses a counters file (text, len bytes; need not be NUL-terminated): lines `<DCGM field>,
+ * <Prometheus type>, <help>`, blank lines and `#` comments. On failure returns -EINVAL with
+ * "filename:line: message" in d; ret is written only on success (the caller releases it).
+ */
+_wur_ int exporter_counters_parse(const char *text, size_t len, const char *filename,
+                                  struct exporter_counters *ret, struct diag *d);
+
+/* Reads and parses the counters file at path, or the built-in default when path is NULL. Errors as
+ * for exporter_counters_parse, plus the errno of reading the file. */
+_wur_ int exporter_counters_load(const char *path, struct exporter_counters *ret, struct diag *d);
+
+/* The gpu_metric bits (1 << m) the counters need, for gpu_telemetry_read's want. */
+uint64_t exporter_counters_metrics(const struct exporter_counters *c);
+/* Whether some counter takes its value from source (e.g. the XID events need watching). */
+bool exporter_counters_use(const struct exporter_counters *c, enum exporter_source source);
+
+/* The default counters file, dcgm-exporter's etc/default-counters.csv, embedded at build time
+ * (generated from src/exporter/default-counters.csv by embed.cmake). NUL-terminated. */
+extern const unsigned char exporter_default_counters_csv[];
+extern const size_t exporter_default_counters_csv_len;
+
+/* ---- XID messages (exporter-xid.c) ---- */
+
+/* dcgm-exporter's text for an XID: "No Error" for 0, "Unknown Error" past its table. Static. */
+const char *exporter_xid_message(uint64_t xid);
+
+/* Generated from src/exporter/xid-messages.csv by xid-table.cmake: the message of XID i, NULL for
+ * a hole. */
+extern const char *const exporter_xid_table[];
+extern const size_t exporter_xid_table_len;
+
+/* ---- the exposition (exporter-render.c) ---- */
+
+/* One extra label of a series: Kubernetes (pod, namespace, container, pod_uid, vgpu), DRA
+ * (dra_claim_name, ...), HPC job. Keys are dcgm-exporter's current names; the renderer turns pod,
+ * namespace and container into pod_name, pod_namespace and container_name for the old namespace. */
+struct exporter_label {
+    const char *key;
+    const char *value;
+};
+
+/* One series: a GPU, or a GPU instance of a MIG GPU. All strings are borrowed. */
+struct exporter_series {
+    unsigned gpu;            /* GPU index (NVML order) */
+    const char *uuid;        /* the GPU's UUID; for a MIG series still the parent GPU's */
+    const char *pci_bus_id;  /* "00000000:3B:00.0" */
+    const char *model_name;  /* nvmlDeviceGetName */
+    const char *mig_profile; /* NULL for a full GPU; "1g.10gb" for a GPU instance */
+    unsigned gpu_instance_id;
+    struct gpu_sample sample; /* the values the device answered */
+    bool have_xid;            /* last_xid is known (0 when no XID happened yet) */
+    uint64_t last_xid;
+    const struct exporter_label *labels; /* Kubernetes, DRA, HPC: any order */
+    size_t n_labels;
+};
+
+struct exporter_snapshot {
+    const struct exporter_series *series; /* in output order */
+    size_t n;
+    const char *driver_version; /* NULL: unknown (the label is left out) */
+};
+
+struct exporter_render_options {
+    const char *hostname;              /* the hostname label; NULL: none (--no-hostname) */
+    bool use_old_namespace;            /* --use-old-namespace */
+    bool replace_blanks_in_model_name; /* --replace-blanks-in-model-name */
+};
+
+/*
+ * Appends the Prometheus text exposition (0.0.4) of snapshot s for the counters c to out: for each
+ * metric counter with at least one series, `# HELP`, `# TYPE`, then one sample line per series that
+ * has a value. -ENOBUFS when out's cap is reached, -ENOMEM.
+ */
+_wur_ int exporter_render(const struct exporter_counters *c, const struct exporter_snapshot *s,
+                          const struct exporter_render_options *o, struct strbuf *out);
+
+/* Appends s with the label-value escapes of the exposition format: backslash, double quote and
+ * newline become \\, \" and \n. */
+_wur_ int exporter_add_label_value(struct strbuf *out, const char *s);

@@ -1,0 +1,345 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The Prometheus text exposition (format 0.0.4) of one collection, byte for byte as dcgm-exporter
+ * writes its GPU metrics: the template gpuMetricsFormat of internal/pkg/rendermetrics/
+ * render_metrics.go, fed by toMetric and toString of internal/pkg/collector/gpu_collector.go and by
+ * the Kubernetes transformation (internal/pkg/transformation/kubernetes.go). Per metric family:
+ *
+ *   # HELP <field> <help>
+ *   # TYPE <field> <type>
+ *   <field>{gpu="0",UUID="GPU-…",pci_bus_id="…",device="nvidia0",modelName="…"[,GPU_I_PROFILE="…",
+ *   GPU_I_ID="…"][,hostname="…"][,<label fields>…][,<attributes>…]} <value>
+ *
+ * Families come in DCGM field id order (Go's template sorts the map of counters by key, whose first
+ * member is the field id), and a family without any series is left out, HELP and TYPE included
+ * (the map only has counters that got a value). Label-type fields follow the fixed labels in sorted
+ * key order, then the attributes (Kubernetes, DRA, err_code/err_msg) in sorted key order. Unlike
+ * the Go template, label values and help texts are escaped as the format requires.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <string.h>
+
+#include "exporter-internal.h"
+
+int exporter_add_label_value(struct strbuf *out, const char *s)
+{
+    int r = 0;
+    for (const char *p = s; *p && r >= 0; p++) {
+        switch (*p) {
+        case '\\':
+            r = strbuf_add(out, "\\\\", 2);
+            break;
+        case '"':
+            r = strbuf_add(out, "\\\"", 2);
+            break;
+        case '\n':
+            r = strbuf_add(out, "\\n", 2);
+            break;
+        default:
+            r = strbuf_addch(out, *p);
+        }
+    }
+    return r;
+}
+
+/* HELP text escapes: backslash and newline only. */
+static int add_help(struct strbuf *out, const char *s)
+{
+    int r = 0;
+    for (const char *p = s; *p && r >= 0; p++) {
+        if (*p == '\\')
+            r = strbuf_add(out, "\\\\", 2);
+        else if (*p == '\n')
+            r = strbuf_add(out, "\\n", 2);
+        else
+            r = strbuf_addch(out, *p);
+    }
+    return r;
+}
+
+/* A value as dcgm-exporter's toString prints it: fmt's %d for INT64 fields, %f for DOUBLE ones
+ * (Go spells the non-finite values NaN, +Inf, -Inf, as the exposition format does). */
+static int add_value(struct strbuf *out, double v, enum exporter_value_kind kind)
+{
+    if (isnan(v))
+        return strbuf_addstr(out, "NaN");
+    if (isinf(v))
+        return strbuf_addstr(out, v > 0 ? "+Inf" : "-Inf");
+    if (kind == EXPORTER_VALUE_INT) {
+        /* Whole by the gpu module's contract; round what is not, and clamp to int64 as DCGM's
+         * INT64 would be. */
+        double rounded = round(v);
+        int64_t i;
+        if (rounded >= 9223372036854775807.0)
+            i = INT64_MAX;
+        else if (rounded <= -9223372036854775808.0)
+            i = INT64_MIN;
+        else
+            i = (int64_t)rounded;
+        return strbuf_addf(out, "%" PRId64, i);
+    }
+    return strbuf_addf(out, "%f", v);
+}
+
+static int add_label(struct strbuf *out, const char *key, const char *value)
+{
+    int r = strbuf_addch(out, ',');
+    if (r >= 0)
+        r = strbuf_addstr(out, key);
+    if (r >= 0)
+        r = strbuf_add(out, "=\"", 2);
+    if (r >= 0)
+        r = exporter_add_label_value(out, value);
+    if (r >= 0)
+        r = strbuf_addch(out, '"');
+    return r;
+}
+
+/* modelName with --replace-blanks-in-model-name: Go's strings.Fields joined by "-" (runs of
+ * whitespace become one dash, leading and trailing whitespace goes). */
+static int add_model_name(struct strbuf *out, const char *name, bool replace_blanks)
+{
+    if (!replace_blanks)
+        return exporter_add_label_value(out, name);
+
+    struct strbuf sb = STRBUF_INIT;
+    bool pending_dash = false;
+    int r = 0;
+    for (const char *p = name; *p && r >= 0; p++) {
+        bool space =
+            *p == ' ' || *p == '\t' || *p == '\n' || *p == '\r' || *p == '\v' || *p == '\f';
+        if (space) {
+            pending_dash = sb.len > 0;
+            continue;
+        }
+        if (pending_dash) {
+            r = strbuf_addch(&sb, '-');
+            pending_dash = false;
+        }
+        if (r >= 0)
+            r = strbuf_addch(&sb, *p);
+    }
+    if (r >= 0)
+        r = exporter_add_label_value(out, strbuf_str(&sb));
+    strbuf_release(&sb);
+    return r;
+}
+
+/* A label of a series with its name for the options in force. */
+struct attr {
+    const char *key;
+    const char *value;
+};
+
+static int compare_attrs(const void *a, const void *b)
+{
+    const struct attr *x = a, *y = b;
+    return strcmp(x->key, y->key);
+}
+
+static const char *attr_key(const char *key, bool old_namespace)
+{
+    if (!old_namespace)
+        return key;
+    if (strcmp(key, "pod") == 0)
+        return "pod_name";
+    if (strcmp(key, "namespace") == 0)
+        return "pod_namespace";
+    if (strcmp(key, "container") == 0)
+        return "container_name";
+    return key;
+}
+
+/* The label-type fields of a series, sorted by name (the counters are in id order). */
+struct label_field {
+    const char *key;
+    const char *str; /* the value, or NULL: it is in value */
+    char value[330]; /* room for any "%f" of a double */
+};
+
+static int compare_label_fields(const void *a, const void *b)
+{
+    const struct label_field *const *x = a, *const *y = b;
+    return strcmp((*x)->key, (*y)->key);
+}
+
+static int add_label_fields(struct strbuf *out, const struct exporter_counters *c,
+                            const struct exporter_snapshot *s, const struct exporter_series *se)
+{
+    _cleanup_free_ struct label_field *labels = NULL;
+    _cleanup_free_ struct label_field **order = NULL;
+    size_t n = 0;
+    int r = 0;
+
+    if (c->n == 0)
+        return 0;
+    labels = calloc(c->n, sizeof(*labels));
+    order = calloc(c->n, sizeof(*order));
+    if (!labels || !order)
+        return -ENOMEM;
+    for (size_t i = 0; i < c->n; i++) {
+        const struct exporter_field *f = c->v[i].field;
+        struct label_field *l = &labels[n];
+        if (c->v[i].type != EXPORTER_LABEL)
+            continue;
+        l->key = f->name;
+        switch (f->source) {
+        case EXPORTER_SOURCE_DRIVER_VERSION:
+            if (!s->driver_version)
+                continue;
+            l->str = s->driver_version;
+            break;
+        case EXPORTER_SOURCE_XID:
+            if (!se->have_xid)
+                continue;
+            snprintf(l->value, sizeof(l->value), "%" PRIu64, se->last_xid);
+            break;
+        case EXPORTER_SOURCE_METRIC: {
+            if (!(se->sample.have & (UINT64_C(1) << f->metric)))
+                continue;
+            struct strbuf v = STRBUF_INIT;
+            r = add_value(&v, se->sample.v[f->metric], f->kind);
+            if (r >= 0)
+                snprintf(l->value, sizeof(l->value), "%s", strbuf_str(&v));
+            strbuf_release(&v);
+            if (r < 0)
+                return r;
+            break;
+        }
+        case EXPORTER_SOURCE_NONE:
+            continue;
+        }
+        order[n] = l;
+        n++;
+    }
+    if (n > 1)
+        qsort(order, n, sizeof(*order), compare_label_fields);
+    for (size_t i = 0; i < n && r >= 0; i++)
+        r = add_label(out, order[i]->key, order[i]->str ? order[i]->str : order[i]->value);
+    return r;
+}
+
+/* The value of counter k for series se: 1 with the value in *ret, 0 when the series has none. */
+static int series_value(const struct exporter_counter *k, const struct exporter_series *se,
+                        double *ret)
+{
+    const struct exporter_field *f = k->field;
+    switch (f->source) {
+    case EXPORTER_SOURCE_METRIC:
+        if (!(se->sample.have & (UINT64_C(1) << f->metric)))
+            return 0;
+        *ret = se->sample.v[f->metric];
+        return 1;
+    case EXPORTER_SOURCE_XID:
+        if (!se->have_xid)
+            return 0;
+        *ret = (double)se->last_xid;
+        return 1;
+    case EXPORTER_SOURCE_DRIVER_VERSION:
+    case EXPORTER_SOURCE_NONE:
+        return 0;
+    }
+    return 0;
+}
+
+static int render_sample(struct strbuf *out, const struct exporter_counter *k,
+                         const struct exporter_counters *c, const struct exporter_snapshot *s,
+                         const struct exporter_series *se, double value,
+                         const struct exporter_render_options *o)
+{
+    _cleanup_free_ struct attr *attrs = NULL;
+    char gpu[24], gi[24], err_code[24];
+    size_t n_attrs = 0;
+    int r;
+
+    snprintf(gpu, sizeof(gpu), "%u", se->gpu);
+    r = strbuf_addstr(out, k->field->name);
+    if (r >= 0)
+        r = strbuf_addf(out, "{gpu=\"%s\",%s=\"", gpu, o->use_old_namespace ? "uuid" : "UUID");
+    if (r >= 0)
+        r = exporter_add_label_value(out, se->uuid ? se->uuid : "");
+    if (r >= 0)
+        r = strbuf_addstr(out, "\",pci_bus_id=\"");
+    if (r >= 0)
+        r = exporter_add_label_value(out, se->pci_bus_id ? se->pci_bus_id : "");
+    if (r >= 0)
+        r = strbuf_addf(out, "\",device=\"nvidia%s\",modelName=\"", gpu);
+    if (r >= 0)
+        r = add_model_name(out, se->model_name ? se->model_name : "",
+                           o->replace_blanks_in_model_name);
+    if (r >= 0)
+        r = strbuf_addch(out, '"');
+    /* The template tests the profile name: an empty one counts as none. */
+    if (r >= 0 && se->mig_profile && se->mig_profile[0]) {
+        snprintf(gi, sizeof(gi), "%u", se->gpu_instance_id);
+        r = add_label(out, "GPU_I_PROFILE", se->mig_profile);
+        if (r >= 0)
+            r = add_label(out, "GPU_I_ID", gi);
+    }
+    if (r >= 0 && o->hostname && o->hostname[0])
+        r = add_label(out, "hostname", o->hostname);
+    if (r >= 0)
+        r = add_label_fields(out, c, s, se);
+    if (r < 0)
+        return r;
+
+    attrs = calloc(se->n_labels + 2, sizeof(*attrs));
+    if (!attrs)
+        return -ENOMEM;
+    for (size_t i = 0; i < se->n_labels; i++) {
+        if (!se->labels[i].key || !se->labels[i].value)
+            continue;
+        attrs[n_attrs++] =
+            (struct attr){attr_key(se->labels[i].key, o->use_old_namespace), se->labels[i].value};
+    }
+    if (k->field->source == EXPORTER_SOURCE_XID) {
+        snprintf(err_code, sizeof(err_code), "%" PRIu64, se->last_xid);
+        attrs[n_attrs++] = (struct attr){"err_code", err_code};
+        attrs[n_attrs++] = (struct attr){"err_msg", exporter_xid_message(se->last_xid)};
+    }
+    if (n_attrs > 1)
+        qsort(attrs, n_attrs, sizeof(*attrs), compare_attrs);
+    for (size_t i = 0; i < n_attrs && r >= 0; i++)
+        r = add_label(out, attrs[i].key, attrs[i].value);
+
+    if (r >= 0)
+        r = strbuf_add(out, "} ", 2);
+    if (r >= 0)
+        r = add_value(out, value, k->field->kind);
+    if (r >= 0)
+        r = strbuf_addch(out, '\n');
+    return r;
+}
+
+int exporter_render(const struct exporter_counters *c, const struct exporter_snapshot *s,
+                    const struct exporter_render_options *o, struct strbuf *out)
+{
+    int r = 0;
+
+    for (size_t i = 0; i < c->n && r >= 0; i++) {
+        const struct exporter_counter *k = &c->v[i];
+        bool header = false;
+        double value;
+
+        if (k->type == EXPORTER_LABEL)
+            continue;
+        for (size_t j = 0; j < s->n && r >= 0; j++) {
+            const struct exporter_series *se = &s->series[j];
+            if (!series_value(k, se, &value))
+                continue;
+            if (!header) {
+                r = strbuf_addf(out, "# HELP %s ", k->field->name);
+                if (r >= 0)
+                    r = add_help(out, k->help);
+                if (r >= 0)
+                    r = strbuf_addf(out, "\n# TYPE %s %s\n", k->field->name,
+                                    exporter_prom_type_name(k->type));
+                header = true;
+            }
+            if (r >= 0)
+                r = render_sample(out, k, c, s, se, value, o);
+        }
+    }
+    return r;
+}
