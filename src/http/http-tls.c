@@ -1,0 +1,335 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * HTTPS for the server with OpenSSL, loaded when a server with tls_server_config is made
+ * (base-dlib.h): a plain-HTTP exporter maps neither libssl nor libcrypto. The context holds the
+ * certificate chain and key (files or PEM from the web configuration), the minimum and maximum
+ * protocol version, and the client certificate policy, mapped from Go's tls.ClientAuthType:
+ *
+ *   NoClientCert                 no certificate asked for
+ *   RequestClientCert            asked for, not required, not verified
+ *   RequireAnyClientCert         required, not verified
+ *   VerifyClientCertIfGiven      asked for, verified against client_ca_file when sent
+ *   RequireAndVerifyClientCert   required and verified against client_ca_file
+ *
+ * Non-blocking throughout: a step that cannot go on says which way the socket has to become ready.
+ * The symbol table is this module's own (src/kube has the client side's); both name the same
+ * library, which the dynamic linker maps once.
+ */
+#include <errno.h>
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
+#include <signal.h>
+#include <string.h>
+
+#include "base-dlib.h"
+#include "ev.h"
+#include "http-internal.h"
+
+static struct {
+    typeof(TLS_server_method) *TLS_server_method;
+    typeof(SSL_CTX_new) *SSL_CTX_new;
+    typeof(SSL_CTX_free) *SSL_CTX_free;
+    typeof(SSL_CTX_ctrl) *SSL_CTX_ctrl;
+    typeof(SSL_CTX_set_options) *SSL_CTX_set_options;
+    typeof(SSL_CTX_set_verify) *SSL_CTX_set_verify;
+    typeof(SSL_CTX_load_verify_locations) *SSL_CTX_load_verify_locations;
+    typeof(SSL_CTX_set_client_CA_list) *SSL_CTX_set_client_CA_list;
+    typeof(SSL_load_client_CA_file) *SSL_load_client_CA_file;
+    typeof(SSL_CTX_use_certificate) *SSL_CTX_use_certificate;
+    typeof(SSL_CTX_use_PrivateKey) *SSL_CTX_use_PrivateKey;
+    typeof(SSL_CTX_use_certificate_chain_file) *SSL_CTX_use_certificate_chain_file;
+    typeof(SSL_CTX_use_PrivateKey_file) *SSL_CTX_use_PrivateKey_file;
+    typeof(SSL_CTX_check_private_key) *SSL_CTX_check_private_key;
+    typeof(SSL_CTX_set_session_id_context) *SSL_CTX_set_session_id_context;
+    typeof(SSL_new) *SSL_new;
+    typeof(SSL_free) *SSL_free;
+    typeof(SSL_set_fd) *SSL_set_fd;
+    typeof(SSL_accept) *SSL_accept;
+    typeof(SSL_read) *SSL_read;
+    typeof(SSL_write) *SSL_write;
+    typeof(SSL_shutdown) *SSL_shutdown;
+    typeof(SSL_get_error) *SSL_get_error;
+    typeof(X509_free) *X509_free;
+    typeof(PEM_read_bio_X509) *PEM_read_bio_X509;
+    typeof(PEM_read_bio_PrivateKey) *PEM_read_bio_PrivateKey;
+    typeof(EVP_PKEY_free) *EVP_PKEY_free;
+    typeof(BIO_new_mem_buf) *BIO_new_mem_buf;
+    typeof(BIO_free) *BIO_free;
+    typeof(ERR_get_error) *ERR_get_error;
+    typeof(ERR_clear_error) *ERR_clear_error;
+    typeof(ERR_error_string_n) *ERR_error_string_n;
+} ossl;
+
+#define SYM(fn) DLIB_SYM(ossl.fn, fn)
+static const struct dlib_sym ossl_syms[] = {
+    SYM(TLS_server_method),
+    SYM(SSL_CTX_new),
+    SYM(SSL_CTX_free),
+    SYM(SSL_CTX_ctrl),
+    SYM(SSL_CTX_set_options),
+    SYM(SSL_CTX_set_verify),
+    SYM(SSL_CTX_load_verify_locations),
+    SYM(SSL_CTX_set_client_CA_list),
+    SYM(SSL_load_client_CA_file),
+    SYM(SSL_CTX_use_certificate),
+    SYM(SSL_CTX_use_PrivateKey),
+    SYM(SSL_CTX_use_certificate_chain_file),
+    SYM(SSL_CTX_use_PrivateKey_file),
+    SYM(SSL_CTX_check_private_key),
+    SYM(SSL_CTX_set_session_id_context),
+    SYM(SSL_new),
+    SYM(SSL_free),
+    SYM(SSL_set_fd),
+    SYM(SSL_accept),
+    SYM(SSL_read),
+    SYM(SSL_write),
+    SYM(SSL_shutdown),
+    SYM(SSL_get_error),
+    SYM(X509_free),
+    SYM(PEM_read_bio_X509),
+    SYM(PEM_read_bio_PrivateKey),
+    SYM(EVP_PKEY_free),
+    SYM(BIO_new_mem_buf),
+    SYM(BIO_free),
+    SYM(ERR_get_error),
+    SYM(ERR_clear_error),
+    SYM(ERR_error_string_n),
+};
+#undef SYM
+
+/* OpenSSL pins itself in memory at initialisation, so it is never unloaded. */
+static struct dlib ossl_lib = DLIB_INIT("libssl.so.3", "libssl3", ossl_syms, false);
+
+struct http_tls {
+    SSL_CTX *ctx;
+};
+
+struct http_tls_conn {
+    SSL *ssl;
+};
+
+static int fail_ossl(struct diag *d, const char *what)
+{
+    char why[256] = "unknown TLS error";
+    unsigned long e = ossl.ERR_get_error();
+    if (e)
+        ossl.ERR_error_string_n(e, why, sizeof(why));
+    ossl.ERR_clear_error();
+    return diag_fail(d, -EINVAL, "%s: %s", what, why);
+}
+
+/* The certificate (then its chain) and the key from PEM in memory (the inline cert and key). */
+static int identity_pem(SSL_CTX *ctx, const char *cert, const char *key, struct diag *d)
+{
+    BIO *bio = ossl.BIO_new_mem_buf(cert, (int)strlen(cert));
+    if (!bio)
+        return -ENOMEM;
+    X509 *x = ossl.PEM_read_bio_X509(bio, NULL, NULL, NULL);
+    int ok = x && ossl.SSL_CTX_use_certificate(ctx, x);
+    if (x)
+        ossl.X509_free(x);
+    while (ok && (x = ossl.PEM_read_bio_X509(bio, NULL, NULL, NULL))) /* the context takes x */
+        ok = ossl.SSL_CTX_ctrl(ctx, SSL_CTRL_CHAIN_CERT, 0, x) == 1;
+    ossl.BIO_free(bio);
+    if (!ok)
+        return fail_ossl(d, "tls_server_config.cert");
+    ossl.ERR_clear_error(); /* the end of the bundle reads as an error */
+    bio = ossl.BIO_new_mem_buf(key, (int)strlen(key));
+    if (!bio)
+        return -ENOMEM;
+    EVP_PKEY *k = ossl.PEM_read_bio_PrivateKey(bio, NULL, NULL, NULL);
+    ok = k && ossl.SSL_CTX_use_PrivateKey(ctx, k);
+    if (k)
+        ossl.EVP_PKEY_free(k);
+    ossl.BIO_free(bio);
+    return ok ? 0 : fail_ossl(d, "tls_server_config.key");
+}
+
+static int set_identity(SSL_CTX *ctx, const struct http_web_tls *cfg, struct diag *d)
+{
+    if (cfg->cert_pem && cfg->key_pem) {
+        int r = identity_pem(ctx, cfg->cert_pem, cfg->key_pem, d);
+        if (r < 0)
+            return r;
+    } else {
+        if (cfg->cert_pem || cfg->key_pem)
+            return diag_fail(d, -EINVAL,
+                             "tls_server_config: give cert and key inline, or both as files");
+        if (!ossl.SSL_CTX_use_certificate_chain_file(ctx, cfg->cert_file))
+            return fail_ossl(d, cfg->cert_file);
+        if (!ossl.SSL_CTX_use_PrivateKey_file(ctx, cfg->key_file, SSL_FILETYPE_PEM))
+            return fail_ossl(d, cfg->key_file);
+    }
+    if (!ossl.SSL_CTX_check_private_key(ctx))
+        return fail_ossl(d, "tls_server_config: certificate and key do not match");
+    return 0;
+}
+
+/* Accepts whatever certificate the client sends: RequestClientCert and RequireAnyClientCert ask
+ * for one without checking it, as Go's crypto/tls does. */
+static int accept_any(int preverify_ok, X509_STORE_CTX *store)
+{
+    (void)preverify_ok;
+    (void)store;
+    return 1;
+}
+
+static int set_client_auth(SSL_CTX *ctx, const struct http_web_tls *cfg, struct diag *d)
+{
+    if (cfg->client_ca_file) {
+        if (!ossl.SSL_CTX_load_verify_locations(ctx, cfg->client_ca_file, NULL))
+            return fail_ossl(d, cfg->client_ca_file);
+        STACK_OF(X509_NAME) *names = ossl.SSL_load_client_CA_file(cfg->client_ca_file);
+        if (!names)
+            return fail_ossl(d, cfg->client_ca_file);
+        ossl.SSL_CTX_set_client_CA_list(ctx, names); /* takes names */
+    }
+    switch (cfg->client_auth) {
+    case HTTP_CLIENT_AUTH_NONE:
+        ossl.SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, NULL);
+        break;
+    case HTTP_CLIENT_AUTH_REQUEST:
+        ossl.SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, accept_any);
+        break;
+    case HTTP_CLIENT_AUTH_REQUIRE_ANY:
+        ossl.SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, accept_any);
+        break;
+    case HTTP_CLIENT_AUTH_VERIFY_IF_GIVEN:
+        ossl.SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+        break;
+    case HTTP_CLIENT_AUTH_REQUIRE_AND_VERIFY:
+        ossl.SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, NULL);
+        break;
+    }
+    return 0;
+}
+
+/* A peer that closed its connection must give EPIPE, not kill the daemon with SIGPIPE (OpenSSL
+ * writes with write(2)). A handler someone else installed is left alone. */
+static void ignore_sigpipe(void)
+{
+    struct sigaction old;
+    if (sigaction(SIGPIPE, NULL, &old) == 0 && old.sa_handler == SIG_DFL)
+        signal(SIGPIPE, SIG_IGN);
+}
+
+struct http_tls *http_tls_free(struct http_tls *t)
+{
+    if (t) {
+        if (t->ctx)
+            ossl.SSL_CTX_free(t->ctx);
+        free(t);
+    }
+    return NULL;
+}
+
+int http_tls_new(const struct http_web_tls *cfg, struct diag *d, struct http_tls **ret)
+{
+    static const unsigned char sid_ctx[] = "gpuplane-http";
+    int r = dlib_pin(&ossl_lib, d);
+    if (r < 0)
+        return r;
+    ignore_sigpipe();
+    _cleanup_(http_tls_freep) struct http_tls *t = calloc(1, sizeof(*t));
+    if (!t)
+        return -ENOMEM;
+    t->ctx = ossl.SSL_CTX_new(ossl.TLS_server_method());
+    if (!t->ctx)
+        return fail_ossl(d, "TLS context");
+    ossl.SSL_CTX_ctrl(t->ctx, SSL_CTRL_SET_MIN_PROTO_VERSION, cfg->min_version, NULL);
+    if (cfg->max_version)
+        ossl.SSL_CTX_ctrl(t->ctx, SSL_CTRL_SET_MAX_PROTO_VERSION, cfg->max_version, NULL);
+    /* Idle keep-alive connections give their record buffers back. */
+    ossl.SSL_CTX_ctrl(t->ctx, SSL_CTRL_MODE,
+                      SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
+                          SSL_MODE_RELEASE_BUFFERS,
+                      NULL);
+    ossl.SSL_CTX_set_options(t->ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE |
+                                         SSL_OP_IGNORE_UNEXPECTED_EOF);
+    /* Session resumption with client certificates needs a context id. */
+    ossl.SSL_CTX_set_session_id_context(t->ctx, sid_ctx, sizeof(sid_ctx) - 1);
+    r = set_identity(t->ctx, cfg, d);
+    if (r >= 0)
+        r = set_client_auth(t->ctx, cfg, d);
+    if (r < 0)
+        return r;
+    *ret = TAKE_PTR(t);
+    return 0;
+}
+
+struct http_tls_conn *http_tls_conn_free(struct http_tls_conn *tc)
+{
+    if (tc) {
+        if (tc->ssl)
+            ossl.SSL_free(tc->ssl);
+        free(tc);
+    }
+    return NULL;
+}
+
+int http_tls_conn_new(struct http_tls *t, int fd, struct http_tls_conn **ret)
+{
+    struct http_tls_conn *tc = calloc(1, sizeof(*tc));
+    if (!tc)
+        return -ENOMEM;
+    tc->ssl = ossl.SSL_new(t->ctx);
+    if (!tc->ssl || !ossl.SSL_set_fd(tc->ssl, fd)) {
+        ossl.ERR_clear_error();
+        http_tls_conn_free(tc);
+        return -ENOMEM;
+    }
+    *ret = tc;
+    return 0;
+}
+
+static int io_result(struct http_tls_conn *tc, int rc, uint32_t *want)
+{
+    int e = ossl.SSL_get_error(tc->ssl, rc);
+    int err = errno;
+    ossl.ERR_clear_error();
+    switch (e) {
+    case SSL_ERROR_WANT_READ:
+        *want = EV_READ;
+        return -EAGAIN;
+    case SSL_ERROR_WANT_WRITE:
+        *want = EV_WRITE;
+        return -EAGAIN;
+    case SSL_ERROR_ZERO_RETURN:
+        return 0;
+    case SSL_ERROR_SYSCALL:
+        return err ? -err : -EPIPE;
+    default:
+        return -EPROTO;
+    }
+}
+
+int http_tls_handshake(struct http_tls_conn *tc, uint32_t *want)
+{
+    int rc = ossl.SSL_accept(tc->ssl);
+    if (rc == 1)
+        return 0;
+    int r = io_result(tc, rc, want);
+    return r == 0 ? -EPIPE : r;
+}
+
+ssize_t http_tls_read(struct http_tls_conn *tc, void *buf, size_t n, uint32_t *want)
+{
+    int rc = ossl.SSL_read(tc->ssl, buf, n > INT32_MAX ? INT32_MAX : (int)n);
+    return rc > 0 ? rc : io_result(tc, rc, want);
+}
+
+ssize_t http_tls_write(struct http_tls_conn *tc, const void *buf, size_t n, uint32_t *want)
+{
+    int rc = ossl.SSL_write(tc->ssl, buf, n > INT32_MAX ? INT32_MAX : (int)n);
+    if (rc > 0)
+        return rc;
+    ssize_t r = io_result(tc, rc, want);
+    return r == 0 ? -EPIPE : r;
+}
+
+void http_tls_shutdown(struct http_tls_conn *tc)
+{
+    (void)ossl.SSL_shutdown(tc->ssl);
+    ossl.ERR_clear_error();
+}
