@@ -284,6 +284,153 @@ typedef struct nvmlComputeInstanceInfo_st {
     nvmlComputeInstancePlacement_t placement;
 } nvmlComputeInstanceInfo_t;
 
+/* ---- telemetry (what a metrics exporter reads) ---- */
+
+typedef enum nvmlClockType_enum {
+    NVML_CLOCK_GRAPHICS = 0,
+    NVML_CLOCK_SM = 1,
+    NVML_CLOCK_MEM = 2,
+    NVML_CLOCK_VIDEO = 3,
+} nvmlClockType_t;
+
+typedef enum nvmlTemperatureSensors_enum {
+    NVML_TEMPERATURE_GPU = 0,
+} nvmlTemperatureSensors_t;
+
+/* nvmlDeviceGetTemperatureV: set version and sensorType; the result is signed °C. */
+typedef struct nvmlTemperature_v1_st {
+    unsigned int version; /* nvmlTemperature_v1 */
+    nvmlTemperatureSensors_t sensorType;
+    int temperature;
+} nvmlTemperature_v1_t;
+typedef nvmlTemperature_v1_t nvmlTemperature_t;
+#define nvmlTemperature_v1 0x0100000Cu
+
+/* Percent over the last sample period (1/6 s to 1 s, product dependent). */
+typedef struct nvmlUtilization_st {
+    unsigned int gpu;
+    unsigned int memory;
+} nvmlUtilization_t;
+
+typedef enum nvmlPcieUtilCounter_enum {
+    NVML_PCIE_UTIL_TX_BYTES = 0,
+    NVML_PCIE_UTIL_RX_BYTES = 1,
+} nvmlPcieUtilCounter_t;
+
+/* nvmlDeviceGetFieldValues: ids are stable ("each ID is only used once"). */
+#define NVML_FI_DEV_MEMORY_TEMP 82u                /* HBM temperature, °C */
+#define NVML_FI_DEV_PCIE_REPLAY_COUNTER 94u        /* cumulative */
+#define NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX 138u /* KiB, per link (scopeId) */
+#define NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX 139u /* KiB, per link (scopeId) */
+
+typedef enum nvmlValueType_enum {
+    NVML_VALUE_TYPE_DOUBLE = 0,
+    NVML_VALUE_TYPE_UNSIGNED_INT = 1,
+    NVML_VALUE_TYPE_UNSIGNED_LONG = 2,
+    NVML_VALUE_TYPE_UNSIGNED_LONG_LONG = 3,
+    NVML_VALUE_TYPE_SIGNED_LONG_LONG = 4,
+    NVML_VALUE_TYPE_SIGNED_INT = 5,
+    NVML_VALUE_TYPE_UNSIGNED_SHORT = 6,
+} nvmlValueType_t;
+
+typedef union nvmlValue_st {
+    double dVal;
+    int siVal;
+    unsigned int uiVal;
+    unsigned long ulVal;
+    unsigned long long ullVal;
+    signed long long sllVal;
+    unsigned short usVal;
+} nvmlValue_t;
+
+/* One entry of nvmlDeviceGetFieldValues: the caller fills fieldId and scopeId; the call succeeds
+ * when any entry was filled, so each entry's nvmlReturn must be checked. */
+typedef struct nvmlFieldValue_st {
+    unsigned int fieldId;
+    unsigned int scopeId;
+    long long timestamp;   /* µs since the epoch */
+    long long latencyUsec; /* how stale the value may be */
+    nvmlValueType_t valueType;
+    nvmlReturn_t nvmlReturn;
+    nvmlValue_t value;
+} nvmlFieldValue_t;
+
+/* nvmlDeviceGetGridLicensableFeatures_v4 (vGPU guests). */
+#define NVML_GRID_LICENSE_BUFFER_SIZE 128
+#define NVML_GRID_LICENSE_FEATURE_MAX_COUNT 3
+
+typedef enum nvmlGridLicenseFeatureCode_enum {
+    NVML_GRID_LICENSE_FEATURE_CODE_UNKNOWN = 0,
+    NVML_GRID_LICENSE_FEATURE_CODE_VGPU = 1,
+    NVML_GRID_LICENSE_FEATURE_CODE_NVIDIA_RTX = 2,
+    NVML_GRID_LICENSE_FEATURE_CODE_GAMING = 3,
+    NVML_GRID_LICENSE_FEATURE_CODE_COMPUTE = 4,
+} nvmlGridLicenseFeatureCode_t;
+
+typedef struct nvmlGridLicenseExpiry_st {
+    unsigned int year;
+    unsigned short month;
+    unsigned short day;
+    unsigned short hour;
+    unsigned short min;
+    unsigned short sec;
+    unsigned char status;
+} nvmlGridLicenseExpiry_t;
+
+typedef struct nvmlGridLicensableFeature_st {
+    nvmlGridLicenseFeatureCode_t featureCode;
+    unsigned int featureState; /* non-zero: licensed */
+    char licenseInfo[NVML_GRID_LICENSE_BUFFER_SIZE];
+    char productName[NVML_GRID_LICENSE_BUFFER_SIZE];
+    unsigned int featureEnabled;
+    nvmlGridLicenseExpiry_t licenseExpiry;
+} nvmlGridLicensableFeature_t;
+
+typedef struct nvmlGridLicensableFeatures_st {
+    int isGridLicenseSupported;
+    unsigned int licensableFeaturesCount;
+    nvmlGridLicensableFeature_t gridLicensableFeatures[NVML_GRID_LICENSE_FEATURE_MAX_COUNT];
+} nvmlGridLicensableFeatures_t;
+
+/* GPM (GPU performance monitoring, Hopper and later): metrics computed between two samples taken
+ * more than 100 ms apart. The version fields are plain small integers, not size | N << 24. */
+typedef struct nvmlGpmSample_st *nvmlGpmSample_t;
+
+#define NVML_GPM_SUPPORT_VERSION 1u
+#define NVML_GPM_METRICS_GET_VERSION 1u
+#define NVML_GPM_METRIC_MAX 333u
+
+#define NVML_GPM_METRIC_GRAPHICS_UTIL 1u    /* percent */
+#define NVML_GPM_METRIC_SM_UTIL 2u          /* percent */
+#define NVML_GPM_METRIC_ANY_TENSOR_UTIL 5u  /* percent */
+#define NVML_GPM_METRIC_DRAM_BW_UTIL 10u    /* percent */
+#define NVML_GPM_METRIC_PCIE_TX_PER_SEC 20u /* MiB/s */
+#define NVML_GPM_METRIC_PCIE_RX_PER_SEC 21u /* MiB/s */
+
+typedef struct nvmlGpmSupport_st {
+    unsigned int version; /* NVML_GPM_SUPPORT_VERSION */
+    unsigned int isSupportedDevice;
+} nvmlGpmSupport_t;
+
+typedef struct nvmlGpmMetric_st {
+    unsigned int metricId; /* NVML_GPM_METRIC_* (input) */
+    nvmlReturn_t nvmlReturn;
+    double value;
+    struct {
+        char *shortName;
+        char *longName;
+        char *unit;
+    } metricInfo;
+} nvmlGpmMetric_t;
+
+typedef struct nvmlGpmMetricsGet_st {
+    unsigned int version; /* NVML_GPM_METRICS_GET_VERSION */
+    unsigned int numMetrics;
+    nvmlGpmSample_t sample1;
+    nvmlGpmSample_t sample2;
+    nvmlGpmMetric_t metrics[NVML_GPM_METRIC_MAX];
+} nvmlGpmMetricsGet_t;
+
 _Static_assert(sizeof(nvmlPciInfo_t) == 68, "nvmlPciInfo_t layout");
 _Static_assert(sizeof(nvmlMemory_t) == 24, "nvmlMemory_t layout");
 _Static_assert(sizeof(nvmlPciInfoExt_v1_t) == 64, "nvmlPciInfoExt_v1_t layout");
@@ -300,6 +447,20 @@ _Static_assert(sizeof(nvmlComputeInstanceProfileInfo_t) == 36, "nvmlComputeInsta
 _Static_assert(sizeof(nvmlComputeInstanceInfo_t) == 32, "nvmlComputeInstanceInfo_t layout");
 _Static_assert(offsetof(nvmlPciInfo_t, busId) == 36, "nvmlPciInfo_t.busId offset");
 _Static_assert(offsetof(nvmlEventData_t, gpuInstanceId) == 24, "nvmlEventData_t offset");
+_Static_assert(sizeof(nvmlTemperature_v1_t) == 12, "nvmlTemperature_v1_t layout");
+_Static_assert(sizeof(nvmlUtilization_t) == 8, "nvmlUtilization_t layout");
+_Static_assert(sizeof(nvmlValue_t) == 8, "nvmlValue_t layout");
+_Static_assert(sizeof(nvmlFieldValue_t) == 40, "nvmlFieldValue_t layout");
+_Static_assert(offsetof(nvmlFieldValue_t, nvmlReturn) == 28, "nvmlFieldValue_t offset");
+_Static_assert(sizeof(nvmlGridLicenseExpiry_t) == 16, "nvmlGridLicenseExpiry_t layout");
+_Static_assert(sizeof(nvmlGridLicensableFeature_t) == 284, "nvmlGridLicensableFeature_t layout");
+_Static_assert(offsetof(nvmlGridLicensableFeature_t, licenseExpiry) == 268,
+               "nvmlGridLicensableFeature_t offset");
+_Static_assert(sizeof(nvmlGridLicensableFeatures_t) == 860, "nvmlGridLicensableFeatures_t");
+_Static_assert(sizeof(nvmlGpmSupport_t) == 8, "nvmlGpmSupport_t layout");
+_Static_assert(sizeof(nvmlGpmMetric_t) == 40, "nvmlGpmMetric_t layout");
+_Static_assert(sizeof(nvmlGpmMetricsGet_t) == 13344, "nvmlGpmMetricsGet_t layout");
+_Static_assert(offsetof(nvmlGpmMetricsGet_t, metrics) == 24, "nvmlGpmMetricsGet_t offset");
 
 /*
  * Prototypes, one X-macro line per symbol: NVML_FN(return type, name, parameter list). src/gpu
@@ -387,7 +548,37 @@ _Static_assert(offsetof(nvmlEventData_t, gpuInstanceId) == 24, "nvmlEventData_t 
     NVML_FN(nvmlReturn_t, nvmlDeviceRegisterEvents,                                                \
             (nvmlDevice_t device, unsigned long long eventTypes, nvmlEventSet_t set))              \
     NVML_FN(nvmlReturn_t, nvmlEventSetWait_v2,                                                     \
-            (nvmlEventSet_t set, nvmlEventData_t * data, unsigned int timeoutms))
+            (nvmlEventSet_t set, nvmlEventData_t * data, unsigned int timeoutms))                  \
+    NVML_FN(nvmlReturn_t, nvmlDeviceGetClockInfo,                                                  \
+            (nvmlDevice_t device, nvmlClockType_t type, unsigned int *clock))                      \
+    NVML_FN(nvmlReturn_t, nvmlDeviceGetTemperature,                                                \
+            (nvmlDevice_t device, nvmlTemperatureSensors_t sensorType, unsigned int *temp))        \
+    NVML_FN(nvmlReturn_t, nvmlDeviceGetTemperatureV,                                               \
+            (nvmlDevice_t device, nvmlTemperature_t * temperature))                                \
+    NVML_FN(nvmlReturn_t, nvmlDeviceGetFieldValues,                                                \
+            (nvmlDevice_t device, int valuesCount, nvmlFieldValue_t *values))                      \
+    NVML_FN(nvmlReturn_t, nvmlDeviceGetPowerUsage, (nvmlDevice_t device, unsigned int *power))     \
+    NVML_FN(nvmlReturn_t, nvmlDeviceGetTotalEnergyConsumption,                                     \
+            (nvmlDevice_t device, unsigned long long *energy))                                     \
+    NVML_FN(nvmlReturn_t, nvmlDeviceGetUtilizationRates,                                           \
+            (nvmlDevice_t device, nvmlUtilization_t * utilization))                                \
+    NVML_FN(nvmlReturn_t, nvmlDeviceGetEncoderUtilization,                                         \
+            (nvmlDevice_t device, unsigned int *utilization, unsigned int *samplingPeriodUs))      \
+    NVML_FN(nvmlReturn_t, nvmlDeviceGetDecoderUtilization,                                         \
+            (nvmlDevice_t device, unsigned int *utilization, unsigned int *samplingPeriodUs))      \
+    NVML_FN(nvmlReturn_t, nvmlDeviceGetRemappedRows,                                               \
+            (nvmlDevice_t device, unsigned int *corrRows, unsigned int *uncRows,                   \
+             unsigned int *isPending, unsigned int *failureOccurred))                              \
+    NVML_FN(nvmlReturn_t, nvmlDeviceGetGridLicensableFeatures_v4,                                  \
+            (nvmlDevice_t device, nvmlGridLicensableFeatures_t * pGridLicensableFeatures))         \
+    NVML_FN(nvmlReturn_t, nvmlDeviceGetPcieThroughput,                                             \
+            (nvmlDevice_t device, nvmlPcieUtilCounter_t counter, unsigned int *value))             \
+    NVML_FN(nvmlReturn_t, nvmlGpmQueryDeviceSupport,                                               \
+            (nvmlDevice_t device, nvmlGpmSupport_t * gpmSupport))                                  \
+    NVML_FN(nvmlReturn_t, nvmlGpmSampleAlloc, (nvmlGpmSample_t * gpmSample))                       \
+    NVML_FN(nvmlReturn_t, nvmlGpmSampleFree, (nvmlGpmSample_t gpmSample))                          \
+    NVML_FN(nvmlReturn_t, nvmlGpmSampleGet, (nvmlDevice_t device, nvmlGpmSample_t gpmSample))      \
+    NVML_FN(nvmlReturn_t, nvmlGpmMetricsGet, (nvmlGpmMetricsGet_t * metricsGet))
 
 /* The prototypes themselves (what the driver exports). */
 #define NVML_DECLARE_PROTOTYPE(ret, name, params) ret name params;
