@@ -127,6 +127,7 @@ static nvmlReturn_t first_init(void)
         return NVML_ERROR_UNKNOWN;
     }
     mock_events_attach(events && *events ? events : node->events_path);
+    mock_telemetry_start(node);
     mock.node = TAKE_PTR(node);
     return NVML_SUCCESS;
 }
@@ -173,6 +174,7 @@ nvmlReturn_t nvmlShutdown(void)
     if (--mock.refcount > 0)
         return NVML_SUCCESS;
     mock_events_release();
+    mock_telemetry_release();
     mock.node = mock_node_free(mock.node);
     /* Wake waiters so they notice the shutdown instead of sleeping out their timeout. */
     pthread_cond_broadcast(&mock.cond);
@@ -184,6 +186,7 @@ nvmlReturn_t nvmlShutdown(void)
 __attribute__((destructor)) static void mock_unload(void)
 {
     mock_events_release();
+    mock_telemetry_release();
     mock.node = mock_node_free(mock.node);
     free(mock.tail.path);
     mock.tail.path = NULL;

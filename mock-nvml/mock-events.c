@@ -160,13 +160,35 @@ static const struct fault *find_fault(const json_t *obj)
     return NULL;
 }
 
+static void line_message(const char *msg)
+{
+    line_error("%s", msg);
+}
+
+/* telemetry, pcie-replay and remap lines change values rather than deliver events. */
+static void apply_telemetry(const json_t *obj, const char *type)
+{
+    unsigned gpu, gi, ci;
+
+    if (!resolve_gpu(json_object_get(obj, "gpu"), &gpu, &gi, &ci)) {
+        line_error("%s", "\"gpu\" is not an index or UUID of this node");
+        return;
+    }
+    (void)mock_telemetry_event(gpu, type, obj, line_message);
+}
+
 static void apply_object(const json_t *obj)
 {
     struct mock_event e = {.gi = NVML_EVENT_NO_INSTANCE, .ci = NVML_EVENT_NO_INSTANCE};
     unsigned long long gi, ci, xid = 0;
     const struct fault *f;
     bool has_xid = json_object_get(obj, "xid") != NULL;
+    const char *type = json_string_value(json_object_get(obj, "type"));
 
+    if (type && mock_telemetry_type(type)) {
+        apply_telemetry(obj, type);
+        return;
+    }
     if (!check_keys(obj) || !(f = find_fault(obj)))
         return;
     if (!resolve_gpu(json_object_get(obj, "gpu"), &e.gpu, &e.gi, &e.ci)) {

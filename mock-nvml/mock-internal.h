@@ -11,6 +11,7 @@
  */
 #pragma once
 
+#include <jansson.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -95,6 +96,31 @@ struct mock_nvlink {
     uint64_t down;                   /* bit l: link l inactive */
 };
 
+/*
+ * A GPU's telemetry (mock-telemetry.c): the profile's values, which events may change at run time,
+ * and the counters that grow with time. Gauges wander around their value with the elapsed time.
+ */
+struct mock_telemetry {
+    bool wander;
+    double gpu_util, mem_util, enc_util, dec_util, tensor_util; /* % */
+    double power_w;
+    double temp;
+    bool has_mem_temp; /* HBM: NVML_FI_DEV_MEMORY_TEMP answers */
+    double mem_temp;
+    double sm_clock, mem_clock; /* MHz */
+    double pcie_tx_kbps, pcie_rx_kbps;
+    double nvlink_kibps; /* per active link and direction */
+    unsigned long long pcie_replays;
+    unsigned remap_corr, remap_unc;
+    bool remap_pending, remap_failure;
+    int vgpu_license; /* -1: not a vGPU guest; 0 unlicensed; 1 licensed */
+    /* Time integrals, settled whenever a rate changes: energy (mJ) and NVLink data per link and
+     * direction (KiB) up to `settled` seconds after the node was loaded. */
+    double settled;
+    double energy_mj;
+    double nvlink_kib;
+};
+
 struct mock_gpu {
     unsigned index;
     struct nvmlDevice_st *handle;
@@ -124,6 +150,7 @@ struct mock_gpu {
     size_t n_gis;
     struct nvmlDevice_st *migs; /* MIG devices, in MIG index order */
     size_t n_migs;
+    struct mock_telemetry tel;
 };
 
 struct mock_topology_override {
@@ -150,6 +177,7 @@ struct mock_node {
     unsigned switch_device_id;
     struct mock_topology_override *overrides;
     size_t n_overrides;
+    uint64_t loaded_ns; /* CLOCK_MONOTONIC at load: time 0 of telemetry */
 };
 
 /* Why a GPU is lost, as fault lines left it (survives re-init; see mock-events.c). */
@@ -194,6 +222,7 @@ struct mock_state {
     struct nvmlEventSet_st *sets;
     struct mock_tail tail;
     enum mock_lost lost[MOCK_MAX_GPUS];
+    struct nvmlGpmSample_st *gpm_samples; /* allocated GPM samples */
     bool has_error;
     char error[DIAG_MSG_MAX];
 };
@@ -252,3 +281,17 @@ void mock_events_poll(void);
 void mock_events_attach(const char *path);
 /* At the last shutdown: frees the event sets still open. */
 void mock_events_release(void);
+
+/* Telemetry (mock-telemetry.c). */
+/* Marks the node's time 0. */
+void mock_telemetry_start(struct mock_node *node);
+/* Seconds since the node was loaded. */
+double mock_elapsed(void);
+/* Applies a telemetry, pcie-replay or remap line to GPU gpu; false (after a message through err)
+ * when the line is bad. Lock held. */
+bool mock_telemetry_event(unsigned gpu, const char *type, const json_t *obj,
+                          void (*err)(const char *msg));
+/* Whether type is one of the telemetry line types. */
+bool mock_telemetry_type(const char *type);
+/* At the last shutdown: frees the GPM samples still allocated. */
+void mock_telemetry_release(void);

@@ -35,6 +35,7 @@ static const char *const gpu_keys[] = {"busId",
                                        "lost",
                                        "nvlink",
                                        "mig",
+                                       "telemetry",
                                        NULL};
 
 static const struct name_value architectures[] = {
@@ -309,6 +310,8 @@ static int load_gpu(struct loader *L, const json_t *g, struct mock_gpu *gpu)
         r = mock_read_nvlink(L, g, gpu);
     if (r >= 0)
         r = mock_read_mig(L, g, gpu);
+    if (r >= 0)
+        r = mock_read_telemetry(L, g, gpu);
     return r;
 }
 

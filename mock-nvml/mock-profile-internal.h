@@ -49,5 +49,7 @@ _wur_ int mock_load_gpus(struct loader *L, const json_t *root);
 /* A GPU's `nvlink`, and after all GPUs, that direct links agree (mock-profile-nvlink.c). */
 _wur_ int mock_read_nvlink(struct loader *L, const json_t *g, struct mock_gpu *gpu);
 _wur_ int mock_check_peers(struct loader *L);
+/* A GPU's `telemetry` (mock-telemetry.c); defaults when absent. */
+_wur_ int mock_read_telemetry(struct loader *L, const json_t *g, struct mock_gpu *gpu);
 /* A GPU's `mig` (mock-profile-mig.c). */
 _wur_ int mock_read_mig(struct loader *L, const json_t *g, struct mock_gpu *gpu);
