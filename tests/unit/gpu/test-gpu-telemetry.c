@@ -344,6 +344,101 @@ static void test_events_change_values(void **state)
     teardown_ctx(c);
 }
 
+/* A profile of one's own: exact values without wander, a vGPU licence, a link that is down. */
+static const char EXACT_PROFILE[] =
+    "gpus:\n"
+    "  - busId: \"0000:3b:00.0\"\n"
+    "    name: \"NVIDIA H100 80GB HBM3\"\n"
+    "    memory: 81559\n"
+    "    memoryUsed: 1000\n"
+    "    computeCapability: \"9.0\"\n"
+    "    architecture: hopper\n"
+    "    nvlink: {switch: 4, down: [1]}\n"
+    "    telemetry: {wander: false, powerWatts: 100.25, gpuUtil: 12, vgpuLicense: licensed,\n"
+    "                nvlinkKiBPerSecond: 1000, memoryTemperature: 40, pcieReplays: 7}\n";
+
+static void test_exact_profile(void **state)
+{
+    char *dir = test_tmpdir();
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/exact.yaml", dir);
+    test_write_file(path, EXACT_PROFILE);
+    struct ctx *c = setup_profile(path);
+    uint64_t unsupported = 0;
+
+    struct gpu_sample s = read_ok(c, 0, -1, ALL, &unsupported);
+    assert_int_equal(unsupported, 0);
+    assert_between(&s, GPU_METRIC_POWER_USAGE, 100.25, 100.25);
+    assert_between(&s, GPU_METRIC_GPU_UTIL, 12, 12);
+    assert_between(&s, GPU_METRIC_VGPU_LICENSE_STATUS, 1, 1);
+    assert_between(&s, GPU_METRIC_MEMORY_TEMP, 40, 40);
+    assert_between(&s, GPU_METRIC_PCIE_REPLAY, 7, 7);
+    assert_between(&s, GPU_METRIC_FB_USED, 1000, 1000);
+    assert_between(&s, GPU_METRIC_FB_RESERVED, 0, 0);
+    /* Three active links (link 1 is down), TX and RX alike: six equal counters. */
+    double deadline = now_s() + DEADLINE_S;
+    do {
+        s = read_ok(c, 0, -1, BIT(GPU_METRIC_NVLINK_BANDWIDTH_TOTAL), NULL);
+        assert_int_equal(fmod(s.v[GPU_METRIC_NVLINK_BANDWIDTH_TOTAL], 6), 0);
+        if (now_s() > deadline)
+            fail_msg("NVLink counters did not grow");
+    } while (s.v[GPU_METRIC_NVLINK_BANDWIDTH_TOTAL] == 0);
+    teardown_ctx(c);
+    test_rmtree(dir);
+    free(dir);
+}
+
+/* Profiles with bad telemetry do not load; the reason names the key. */
+static void test_bad_profile(void **state)
+{
+    static const char *const bad[][2] = {
+        {"telemetry: {gpuUtil: 150}", "gpuUtil"},
+        {"telemetry: {bogus: 1}", "bogus"},
+        {"telemetry: {vgpuLicense: maybe}", "vgpuLicense"},
+        {"telemetry: {remappedRows: {correctable: -1}}", "correctable"},
+    };
+    char *dir = test_tmpdir();
+    char path[4200], text[1024];
+
+    snprintf(path, sizeof(path), "%s/bad.yaml", dir);
+    for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+        struct gpu_nvml *nvml = NULL;
+        struct diag d;
+        snprintf(text, sizeof(text),
+                 "gpus:\n  - {busId: \"0000:3b:00.0\", name: \"Tesla T4\", memory: 15360,\n"
+                 "     computeCapability: \"7.5\", architecture: turing, %s}\n",
+                 bad[i][0]);
+        test_write_file(path, text);
+        test_use_profile(path);
+        diag_init(&d);
+        assert_true(gpu_nvml_open(MOCK_NVML_LIB, &d, &nvml) < 0);
+        if (!strstr(d.msg, bad[i][1]) || !strstr(d.msg, "bad.yaml:"))
+            fail_msg("%s: %s", bad[i][0], d.msg);
+    }
+    test_rmtree(dir);
+    free(dir);
+}
+
+/* A driver without the newer calls: the older ones stand in, what has no stand-in is unsupported.
+ */
+static void test_older_driver(void **state)
+{
+    struct ctx *c = setup_profile("dgx-h100");
+    uint64_t unsupported = 0;
+
+    c->nvml->fn.nvmlDeviceGetMemoryInfo_v2 = NULL;
+    c->nvml->fn.nvmlDeviceGetTemperatureV = NULL;
+    c->nvml->fn.nvmlGpmQueryDeviceSupport = NULL;
+    struct gpu_sample s = read_ok(c, 0, -1, ALL, &unsupported);
+    assert_int_equal(unsupported,
+                     BIT(GPU_METRIC_FB_RESERVED) | BIT(GPU_METRIC_VGPU_LICENSE_STATUS) | GPM_BITS);
+    /* v1's used includes what the driver reserves. */
+    assert_between(&s, GPU_METRIC_FB_USED, 527, 527);
+    assert_between(&s, GPU_METRIC_FB_FREE, 81032, 81032);
+    assert_between(&s, GPU_METRIC_GPU_TEMP, 46, 50);
+    teardown_ctx(c);
+}
+
 static void test_is_integer(void **state)
 {
     for (enum gpu_metric m = 0; m < GPU_METRIC_COUNT; m++) {
@@ -364,6 +459,9 @@ int main(void)
         cmocka_unit_test(test_lost_gpu),
         cmocka_unit_test(test_lost_at_run_time),
         cmocka_unit_test(test_events_change_values),
+        cmocka_unit_test(test_exact_profile),
+        cmocka_unit_test(test_bad_profile),
+        cmocka_unit_test(test_older_driver),
         cmocka_unit_test(test_is_integer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
