@@ -326,6 +326,25 @@ static void test_catalog_reference_map(void **state)
     assert_int_equal(rows, ARRAY_SIZE(default_enabled));
 }
 
+/* The embedded default is dcgm-exporter's file, byte for byte. */
+static void test_default_is_upstream(void **state)
+{
+    (void)state;
+    char path[512];
+    char *data = NULL;
+    size_t len = 0;
+
+    snprintf(path, sizeof(path), "%s/dcgm-exporter-default-counters.csv", REFERENCE_DIR);
+    if (access(path, R_OK) != 0) {
+        print_message("%s: not found, skipped\n", path);
+        skip();
+    }
+    assert_int_equal(file_read_all(path, EXPORTER_COUNTERS_MAX_BYTES, &data, &len), 0);
+    assert_int_equal(len, exporter_default_counters_csv_len);
+    assert_memory_equal(data, exporter_default_counters_csv, len);
+    free(data);
+}
+
 static void test_catalog(void **state)
 {
     (void)state;
@@ -403,10 +422,11 @@ static void test_xid_messages(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_default_file),   cmocka_unit_test(test_comments_blanks_quotes),
-        cmocka_unit_test(test_skipped_fields), cmocka_unit_test(test_errors),
-        cmocka_unit_test(test_load_file),      cmocka_unit_test(test_catalog_reference_map),
-        cmocka_unit_test(test_catalog),        cmocka_unit_test(test_xid_messages),
+        cmocka_unit_test(test_default_file),        cmocka_unit_test(test_comments_blanks_quotes),
+        cmocka_unit_test(test_skipped_fields),      cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_load_file),           cmocka_unit_test(test_catalog_reference_map),
+        cmocka_unit_test(test_default_is_upstream), cmocka_unit_test(test_catalog),
+        cmocka_unit_test(test_xid_messages),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
