@@ -668,6 +668,7 @@ struct nvmlGpmSample_st {
     struct nvmlGpmSample_st *next;
     bool taken;
     unsigned gpu;
+    unsigned gi; /* GPU instance id, NVML_EVENT_NO_INSTANCE for the whole GPU */
     double t;
 };
 
@@ -752,6 +753,32 @@ nvmlReturn_t nvmlGpmSampleGet(nvmlDevice_t device, nvmlGpmSample_t gpmSample)
         return NVML_ERROR_NOT_SUPPORTED;
     gpmSample->taken = true;
     gpmSample->gpu = g->index;
+    gpmSample->gi = NVML_EVENT_NO_INSTANCE;
+    gpmSample->t = mock_elapsed();
+    return NVML_SUCCESS;
+}
+
+/* A GPU instance's sample; the mock has no per-instance load, so it has its GPU's values. */
+nvmlReturn_t nvmlGpmMigSampleGet(nvmlDevice_t device, unsigned int gpuInstanceId,
+                                 nvmlGpmSample_t gpmSample)
+{
+    MOCK_LOCKED;
+    struct mock_gpu *g;
+    nvmlReturn_t r;
+    size_t i;
+
+    r = mock_full_gpu(device, gpm_known(gpmSample), NVML_ERROR_INVALID_ARGUMENT, &g);
+    if (r != NVML_SUCCESS)
+        return r;
+    if (g->arch < NVML_DEVICE_ARCH_HOPPER || !g->mig_enabled)
+        return NVML_ERROR_NOT_SUPPORTED;
+    for (i = 0; i < g->n_gis && g->gis[i].id != gpuInstanceId; i++)
+        ;
+    if (i == g->n_gis)
+        return NVML_ERROR_NOT_FOUND;
+    gpmSample->taken = true;
+    gpmSample->gpu = g->index;
+    gpmSample->gi = gpuInstanceId;
     gpmSample->t = mock_elapsed();
     return NVML_SUCCESS;
 }
@@ -795,7 +822,8 @@ nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t *mg)
         return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
     if (mg->numMetrics > NVML_GPM_METRIC_MAX || !gpm_known(mg->sample1) ||
         !gpm_known(mg->sample2) || !mg->sample1->taken || !mg->sample2->taken ||
-        mg->sample1->gpu != mg->sample2->gpu || mg->sample1->gpu >= mock.node->n_gpus)
+        mg->sample1->gpu != mg->sample2->gpu || mg->sample1->gi != mg->sample2->gi ||
+        mg->sample1->gpu >= mock.node->n_gpus)
         return NVML_ERROR_INVALID_ARGUMENT;
     g = &mock.node->gpus[mg->sample1->gpu];
     if (mock_gpu_lost(g))

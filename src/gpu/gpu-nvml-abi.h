@@ -578,6 +578,8 @@ _Static_assert(offsetof(nvmlGpmMetricsGet_t, metrics) == 24, "nvmlGpmMetricsGet_
     NVML_FN(nvmlReturn_t, nvmlGpmSampleAlloc, (nvmlGpmSample_t * gpmSample))                       \
     NVML_FN(nvmlReturn_t, nvmlGpmSampleFree, (nvmlGpmSample_t gpmSample))                          \
     NVML_FN(nvmlReturn_t, nvmlGpmSampleGet, (nvmlDevice_t device, nvmlGpmSample_t gpmSample))      \
+    NVML_FN(nvmlReturn_t, nvmlGpmMigSampleGet,                                                     \
+            (nvmlDevice_t device, unsigned int gpuInstanceId, nvmlGpmSample_t gpmSample))          \
     NVML_FN(nvmlReturn_t, nvmlGpmMetricsGet, (nvmlGpmMetricsGet_t * metricsGet))
 
 /* The prototypes themselves (what the driver exports). */

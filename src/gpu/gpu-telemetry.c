@@ -16,7 +16,8 @@
  * GPM metrics are differences between two samples: the first read of a device takes the baseline,
  * every later read the next sample and the metrics since the previous read (the exporter reads far
  * more than the 100 ms apart GPM asks for). MIG devices answer what NVML answers on MIG handles
- * (memory); GPM on MIG devices, which needs nvmlGpmMigSampleGet on the parent, is not read.
+ * (memory), and GPM, which samples their GPU instance through the parent GPU
+ * (nvmlGpmMigSampleGet): compute instances of one GPU instance share its values.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -57,6 +58,8 @@ struct reading {
     struct gpu_telemetry *t;
     struct tel_device *dev;
     nvmlDevice_t h;
+    size_t gpu_index;
+    int mig_index; /* -1: the full GPU */
     bool mig;
     uint64_t want;        /* wanted and not known to be unsupported */
     uint64_t unsupported; /* learnt in this read */
@@ -423,8 +426,9 @@ static void gpm_free_samples(struct gpu_nvml *nvml, struct tel_device *dev)
     dev->gpm_have_prev = false;
 }
 
-/* Whether the device does GPM; allocates its two samples the first time. */
-static bool gpm_setup(struct reading *rd)
+/* Whether the device (h: the full GPU, also for a MIG device) does GPM; allocates its two samples
+ * the first time. */
+static bool gpm_setup(struct reading *rd, nvmlDevice_t h)
 {
     struct tel_device *dev = rd->dev;
     nvmlGpmSupport_t support = {.version = NVML_GPM_SUPPORT_VERSION};
@@ -432,7 +436,7 @@ static bool gpm_setup(struct reading *rd)
 
     if (dev->gpm[0] && dev->gpm[1])
         return true;
-    r = NVML_CALL(rd->nvml, nvmlGpmQueryDeviceSupport, rd->h, &support);
+    r = NVML_CALL(rd->nvml, nvmlGpmQueryDeviceSupport, h, &support);
     if (!outcome(rd, r, GPM_BITS))
         return false;
     if (!support.isSupportedDevice) {
@@ -481,21 +485,36 @@ static void gpm_metrics_between(struct reading *rd, nvmlGpmSample_t prev, nvmlGp
                 set(rd, gpm_metrics[i].metric, mg->metrics[k].value / 100.0);
 }
 
+static int acquire(struct gpu_telemetry *t, const struct gpu_device *gpu, int mig,
+                   struct tel_device *dev);
+
 static void read_gpm(struct reading *rd)
 {
     struct tel_device *dev = rd->dev;
+    const struct gpu_device *gpu = &rd->t->inv->devices[rd->gpu_index];
+    struct tel_device *full = &rd->t->gpus[rd->gpu_index].full;
     nvmlGpmSample_t cur;
+    nvmlReturn_t r;
 
     if (!wanted(rd, GPM_BITS))
         return;
     if (rd->mig) {
-        rd->unsupported |= rd->want & GPM_BITS;
-        return;
+        /* A GPU instance is sampled through its parent GPU. */
+        int e = acquire(rd->t, gpu, -1, full);
+        if (e == -ENODEV)
+            rd->lost = true;
+        if (e < 0)
+            return;
     }
-    if (!gpm_setup(rd))
+    if (!gpm_setup(rd, rd->mig ? full->handle : rd->h))
         return;
     cur = dev->gpm[dev->gpm_cur];
-    if (!outcome(rd, NVML_CALL(rd->nvml, nvmlGpmSampleGet, rd->h, cur), GPM_BITS)) {
+    if (rd->mig)
+        r = NVML_CALL(rd->nvml, nvmlGpmMigSampleGet, full->handle, gpu->migs[rd->mig_index].gi_id,
+                      cur);
+    else
+        r = NVML_CALL(rd->nvml, nvmlGpmSampleGet, rd->h, cur);
+    if (!outcome(rd, r, GPM_BITS)) {
         dev->gpm_have_prev = false;
         return;
     }
@@ -620,6 +639,8 @@ int gpu_telemetry_read(struct gpu_telemetry *t, size_t gpu, int mig, uint64_t wa
         .t = t,
         .dev = dev,
         .h = dev->handle,
+        .gpu_index = gpu,
+        .mig_index = mig,
         .mig = mig >= 0,
         .want = want & ALL_METRICS & ~dev->unsupported,
     };
@@ -630,8 +651,9 @@ int gpu_telemetry_read(struct gpu_telemetry *t, size_t gpu, int mig, uint64_t wa
     for (size_t i = 0; i < ARRAY_SIZE(groups) && !rd.lost; i++)
         groups[i](&rd);
     if (rd.lost) {
-        /* Forget the handle: a GPU that comes back is looked up afresh. */
+        /* Forget the handles: a GPU that comes back is looked up afresh. */
         dev->handle = NULL;
+        t->gpus[gpu].full.handle = NULL;
         gpm_free_samples(t->nvml, dev);
         return -ENODEV;
     }

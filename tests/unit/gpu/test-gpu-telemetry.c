@@ -3,8 +3,8 @@
  * Telemetry through the mock library and the bundled profiles: every metric of an H100 in its unit
  * and in the range the profile and the mock's documented wander allow; counters that never step
  * back; what a T4 lacks learnt once, reported once and never asked again; MIG devices answering
- * memory only; lost GPUs failing with -ENODEV (from the start, and at run time until they
- * recover); values changed by event lines. Waits for time to pass poll with a deadline.
+ * memory (and GPM on Hopper) only; lost GPUs failing with -ENODEV (from the start, and at run time
+ * until they recover); values changed by event lines. Waits for time to pass poll with a deadline.
  */
 #include <fcntl.h>
 #include <math.h>
@@ -388,6 +388,59 @@ static void test_exact_profile(void **state)
     free(dir);
 }
 
+/* GPM of MIG devices: their GPU instance sampled through the parent (Hopper). */
+static const char H100_MIG_PROFILE[] =
+    "gpus:\n"
+    "  - busId: \"0000:3b:00.0\"\n"
+    "    name: \"NVIDIA H100 80GB HBM3\"\n"
+    "    memory: 81559\n"
+    "    computeCapability: \"9.0\"\n"
+    "    architecture: hopper\n"
+    "    mig:\n"
+    "      capable: true\n"
+    "      enabled: true\n"
+    "      instances:\n"
+    "        - {profile: 3g.40gb, computeInstances: [{profile: 1c}, {profile: 2c}]}\n"
+    "        - {profile: 1g.10gb}\n"
+    "    telemetry: {wander: false, gpuUtil: 50, tensorUtil: 20, memUtil: 30}\n";
+
+static void test_mig_gpm(void **state)
+{
+    char *dir = test_tmpdir();
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/h100-mig.yaml", dir);
+    test_write_file(path, H100_MIG_PROFILE);
+    struct ctx *c = setup_profile(path);
+    uint64_t unsupported = 0;
+
+    assert_int_equal(c->inv->devices[0].n_migs, 3);
+    for (int m = 0; m < 3; m++) {
+        struct gpu_sample s = read_ok(c, 0, m, ALL, &unsupported);
+        assert_int_equal(s.have, FB_BITS);
+        assert_int_equal(unsupported, ALL & ~FB_BITS & ~GPM_BITS);
+        s = read_ok(c, 0, m, ALL, &unsupported);
+        assert_int_equal(unsupported, 0);
+        assert_int_equal(s.have, FB_BITS | GPM_BITS);
+        assert_between(&s, GPU_METRIC_GR_ENGINE_ACTIVE, 0.5, 0.5);
+        assert_between(&s, GPU_METRIC_TENSOR_ACTIVE, 0.2, 0.2);
+        assert_between(&s, GPU_METRIC_DRAM_ACTIVE, 0.3, 0.3);
+    }
+    /* The GPU itself, in MIG mode, samples too. */
+    struct gpu_sample s = read_ok(c, 0, -1, GPM_BITS, NULL);
+    s = read_ok(c, 0, -1, GPM_BITS, NULL);
+    assert_between(&s, GPU_METRIC_GR_ENGINE_ACTIVE, 0.5, 0.5);
+
+    /* Lost: MIG devices fail too, and come back. */
+    append(c, "{\"gpu\": 0, \"type\": \"lost\"}\n");
+    assert_int_equal(gpu_telemetry_read(c->t, 0, 1, ALL, &s, NULL), -ENODEV);
+    append(c, "{\"gpu\": 0, \"type\": \"recover\"}\n");
+    s = read_ok(c, 0, 1, ALL, NULL);
+    assert_int_equal(s.have, FB_BITS); /* a new GPM baseline */
+    teardown_ctx(c);
+    test_rmtree(dir);
+    free(dir);
+}
+
 /* Profiles with bad telemetry do not load; the reason names the key. */
 static void test_bad_profile(void **state)
 {
@@ -460,6 +513,7 @@ int main(void)
         cmocka_unit_test(test_lost_at_run_time),
         cmocka_unit_test(test_events_change_values),
         cmocka_unit_test(test_exact_profile),
+        cmocka_unit_test(test_mig_gpm),
         cmocka_unit_test(test_bad_profile),
         cmocka_unit_test(test_older_driver),
         cmocka_unit_test(test_is_integer),
