@@ -3,7 +3,7 @@
  * The GPUs of this node, as NVML reports them: loading the driver's library, the inventory
  * (identity, memory, PCI, NUMA, compute capability, MIG devices), the GPU-to-GPU topology, and a
  * source of health events (XID errors, ECC) that runs on a worker thread and delivers on an event
- * loop.
+ * loop, and the telemetry a metrics exporter reads (clocks, power, utilisation, counters).
  *
  * Everything NVML says is copied into plain structs owned by the inventory, so daemons never hold
  * NVML handles across calls. A GPU that fails with NVML_ERROR_GPU_IS_LOST (or another per-device
@@ -262,7 +262,8 @@ struct gpu_sample {
 struct gpu_telemetry;
 
 /* State for reading telemetry from the devices of inv (borrowed; it must outlive the object): what
- * each device turned out not to support, rate and GPM baselines. */
+ * each device turned out not to support, rate and GPM baselines. nvml must outlive it too: freeing
+ * it hands NVML back its GPM samples. */
 _wur_ int gpu_telemetry_new(struct gpu_nvml *nvml, const struct gpu_inventory *inv,
                             struct gpu_telemetry **ret);
 struct gpu_telemetry *gpu_telemetry_free(struct gpu_telemetry *t);
@@ -271,10 +272,11 @@ DEFINE_POINTER_CLEANUP(struct gpu_telemetry, gpu_telemetry_free)
 /*
  * Reads the metrics of want (a bit mask of 1 << gpu_metric) from GPU gpu (inventory index), or from
  * its MIG device mig (index into its migs; -1: the full GPU; a MIG device answers only what NVML
- * answers for MIG handles, e.g. memory). A metric a device answers NOT_SUPPORTED (or N/A) for is
- * remembered and never asked again; *ret_unsupported gets the bits that became unsupported in this
- * call, so the caller can log each once. A device that is lost fails the call (-ENODEV). May block
- * in NVML: call it from a worker thread, never two calls on one object at once.
+ * answers for MIG handles, e.g. memory, and GPM of its GPU instance). A metric a device answers
+ * NOT_SUPPORTED (or N/A) for is remembered and never asked again; *ret_unsupported gets the bits
+ * that became unsupported in this call, so the caller can log each once. A device that is lost
+ * fails the call (-ENODEV). May block in NVML: call it from a worker thread, never two calls on one
+ * object at once.
  */
 _wur_ int gpu_telemetry_read(struct gpu_telemetry *t, size_t gpu, int mig, uint64_t want,
                              struct gpu_sample *ret, uint64_t *ret_unsupported);
