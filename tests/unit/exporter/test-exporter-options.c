@@ -1,0 +1,147 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Tests of `gpuplane exporter`'s options: dcgm-exporter's defaults, each flag in its short, long
+ * and Go one-dash spellings, the variables, flag > environment, bad values, and the DCGM-only
+ * options accepted and reported.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "exporter-options.h"
+
+static const char *const ENV[] = {
+    "DCGM_EXPORTER_COLLECTORS",
+    "DCGM_EXPORTER_LISTEN",
+    "DCGM_EXPORTER_INTERVAL",
+    "DCGM_EXPORTER_KUBERNETES",
+    "DCGM_EXPORTER_NO_HOSTNAME",
+    "NODE_NAME",
+    "DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE",
+    "NVIDIA_RESOURCE_NAMES",
+    "DCGM_REMOTE_HOSTENGINE_INFO",
+};
+
+static void clear_env(void)
+{
+    for (size_t i = 0; i < ARRAY_SIZE(ENV); i++)
+        unsetenv(ENV[i]);
+}
+
+/* Parses argv (NULL-terminated, without the command) into o; returns parse's result. */
+static int parse(struct exporter_options *o, struct diag *d, const char *const *args)
+{
+    char *argv[32] = {"exporter"};
+    int argc = 1;
+    for (; args && args[argc - 1]; argc++)
+        argv[argc] = (char *)args[argc - 1];
+    diag_init(d);
+    exporter_options_init(o);
+    return exporter_options_parse(argc, argv, o, d);
+}
+
+static void test_defaults(void **state)
+{
+    struct exporter_options o;
+    struct diag d;
+    clear_env();
+    setenv("NODE_NAME", "gpu-node-1", 1);
+    assert_int_equal(parse(&o, &d, NULL), 0);
+    assert_null(o.collectors);
+    assert_string_equal(o.address, ":9400");
+    assert_int_equal(o.collect_interval_ms, 30000);
+    assert_int_equal(o.xid_window_ms, 300000);
+    assert_false(o.kubernetes);
+    assert_int_equal(o.gpu_id_type, EXPORTER_ID_UID);
+    assert_string_equal(o.pod_resources_socket, EXPORTER_DEFAULT_POD_RESOURCES);
+    assert_string_equal(o.devices, "f");
+    assert_string_equal(o.hostname, "gpu-node-1");
+    exporter_options_release(&o);
+    clear_env();
+}
+
+static void test_flags_and_env(void **state)
+{
+    struct exporter_options o;
+    struct diag d;
+    clear_env();
+    setenv("DCGM_EXPORTER_LISTEN", "127.0.0.1:9500", 1);
+    setenv("DCGM_EXPORTER_INTERVAL", "10000", 1);
+    setenv("DCGM_EXPORTER_KUBERNETES", "true", 1);
+    const char *const args[] = {"-f",
+                                "/etc/c.csv",
+                                "--collect-interval=5000",
+                                "-n",
+                                "-kubernetes-gpu-id-type=device-name",
+                                "-d",
+                                "g:0,2-3",
+                                NULL};
+    assert_int_equal(parse(&o, &d, args), 0);
+    assert_string_equal(o.collectors, "/etc/c.csv");
+    assert_string_equal(o.address, "127.0.0.1:9500"); /* from the environment */
+    assert_int_equal(o.collect_interval_ms, 5000);    /* the flag wins */
+    assert_true(o.kubernetes);
+    assert_true(o.no_hostname);
+    assert_int_equal(o.gpu_id_type, EXPORTER_ID_DEVICE_NAME);
+    assert_string_equal(o.devices, "g:0,2-3");
+    exporter_options_release(&o);
+    clear_env();
+}
+
+static void test_bad_values(void **state)
+{
+    static const char *const cases[][3] = {
+        {"-c", "0", "invalid value \"0\""},
+        {"-c", "5s", "want milliseconds"},
+        {"--kubernetes-gpu-id-type", "index", "want uid or device-name"},
+        {"-k=maybe", NULL, "want true or false"},
+        {"-d", "x", "--devices"},
+        {"--bogus", NULL, "bogus"},
+    };
+    for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+        struct exporter_options o;
+        struct diag d;
+        clear_env();
+        const char *const args[] = {cases[i][0], cases[i][1], NULL};
+        assert_int_equal(parse(&o, &d, args), -EINVAL);
+        assert_non_null(strstr(d.msg, cases[i][2]));
+        assert_non_null(strstr(d.msg, "--help"));
+        exporter_options_release(&o);
+    }
+}
+
+static void test_dcgm_only_reported(void **state)
+{
+    struct exporter_options o;
+    struct diag d;
+    char buf[256];
+    clear_env();
+    assert_int_equal(parse(&o, &d, NULL), 0);
+    exporter_options_ignored(&o, buf, sizeof(buf));
+    assert_string_equal(buf, "");
+    exporter_options_release(&o);
+    setenv("DCGM_REMOTE_HOSTENGINE_INFO", "localhost:5555", 1);
+    const char *const args[] = {"--web-systemd-socket", NULL};
+    assert_int_equal(parse(&o, &d, args), 0);
+    exporter_options_ignored(&o, buf, sizeof(buf));
+    assert_string_equal(buf, "--remote-hostengine-info, --web-systemd-socket");
+    exporter_options_release(&o);
+    clear_env();
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_defaults),
+        cmocka_unit_test(test_flags_and_env),
+        cmocka_unit_test(test_bad_values),
+        cmocka_unit_test(test_dcgm_only_reported),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
