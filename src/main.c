@@ -13,6 +13,7 @@
 #include "discover.h"
 #include "dp.h"
 #include "dra.h"
+#include "exporter.h"
 #include "info.h"
 #include "nvcdi-cmd.h"
 #include "schedcmd.h"
@@ -39,6 +40,7 @@ static const struct command COMMANDS[] = {
     {"device-plugin", "the kubelet device plugin for NVIDIA GPUs", dp_main},
     {"dra-driver", "the DRA kubelet driver for NVIDIA GPUs (gpu.nvidia.com)", dra_main},
     {"discover", "GPU feature discovery: NVIDIA GFD's node labels", discover_main},
+    {"exporter", "Prometheus metrics of the GPUs under dcgm-exporter's names", exporter_main},
     {"cel", "evaluate CEL expressions as DRA device selectors (cel eval)", celcmd_main},
     {"allocate", "allocate DRA ResourceClaims to devices on a node", dalloccmd_main},
     {"schedule", "simulate the scheduler placing pods with DRA claims on nodes", schedcmd_main},
