@@ -142,7 +142,7 @@ static uint64_t cache_key(const struct http_web_config *wc, const struct http_we
     return k ? k : 1;
 }
 
-static bool bcrypt_matches(const char *password, const char *hash)
+bool http_bcrypt_matches(const char *password, const char *hash)
 {
     struct crypt_data *cd = calloc(1, sizeof(*cd));
     if (!cd)
@@ -155,29 +155,50 @@ static bool bcrypt_matches(const char *password, const char *hash)
     return ok;
 }
 
-bool http_web_config_check_user(struct http_web_config *wc, const char *user, const char *password)
+int http_web_config_lookup(struct http_web_config *wc, const char *user, const char *password,
+                           const char **ret_hash, uint64_t *ret_key, bool *ret_known)
 {
-    if (!wc || !wc->crypt_held)
-        return false;
     const struct http_web_user *u = NULL;
     for (size_t i = 0; i < wc->n_users; i++)
         if (strcmp(wc->users[i].name, user) == 0)
             u = &wc->users[i];
     if (!u) {
-        (void)bcrypt_matches(password, wc->n_users ? wc->users[0].hash : probe_hash);
-        return false;
+        *ret_hash = wc->n_users ? wc->users[0].hash : probe_hash;
+        *ret_key = 0;
+        *ret_known = false;
+        return 0;
     }
     uint64_t key = cache_key(wc, u, password);
     for (size_t i = 0; i < HTTP_AUTH_CACHE; i++)
         if (key && wc->cache[i].key == key)
-            return true;
-    if (!bcrypt_matches(password, u->hash))
+            return 1;
+    *ret_hash = u->hash;
+    *ret_key = key;
+    *ret_known = true;
+    return 0;
+}
+
+void http_web_config_remember(struct http_web_config *wc, uint64_t key)
+{
+    if (!key)
+        return;
+    wc->cache[wc->cache_next].key = key;
+    wc->cache_next = (wc->cache_next + 1) % HTTP_AUTH_CACHE;
+}
+
+bool http_web_config_check_user(struct http_web_config *wc, const char *user, const char *password)
+{
+    if (!wc || !wc->crypt_held)
         return false;
-    if (key) {
-        wc->cache[wc->cache_next].key = key;
-        wc->cache_next = (wc->cache_next + 1) % HTTP_AUTH_CACHE;
-    }
-    return true;
+    const char *hash = NULL;
+    uint64_t key = 0;
+    bool known = false;
+    if (http_web_config_lookup(wc, user, password, &hash, &key, &known) == 1)
+        return true;
+    bool ok = http_bcrypt_matches(password, hash) && known;
+    if (ok)
+        http_web_config_remember(wc, key);
+    return ok;
 }
 
 int http_auth_init_key(uint64_t key[2])

@@ -90,6 +90,16 @@ struct http_web_config {
 _wur_ int http_crypt_acquire(struct diag *d);
 void http_crypt_release(void);
 
+/* The first half of a check: 1 when user and password are a remembered success; else 0 with
+ * *ret_hash the hash to check the password against (borrowed from wc; for an unknown user a
+ * stand-in, *ret_known false) and *ret_key what to remember on success. Loop thread. */
+int http_web_config_lookup(struct http_web_config *wc, const char *user, const char *password,
+                           const char **ret_hash, uint64_t *ret_key, bool *ret_known);
+/* bcrypt of password against hash, compared in constant time. Any thread: the slow half. */
+bool http_bcrypt_matches(const char *password, const char *hash);
+/* Remembers a success (key from http_web_config_lookup()). Loop thread. */
+void http_web_config_remember(struct http_web_config *wc, uint64_t key);
+
 /* Draws the auth cache's key from the kernel. */
 _wur_ int http_auth_init_key(uint64_t key[2]);
 

@@ -37,6 +37,7 @@
 enum conn_state {
     C_HANDSHAKE,
     C_READ,
+    C_AUTH, /* waiting for a bcrypt on the worker pool */
     C_WRITE,
     C_LINGER,
 };
@@ -45,6 +46,19 @@ struct route {
     char *path;
     http_handler_fn fn;
     void *userdata;
+};
+
+/* A bcrypt on the worker pool: the request waits for it with its head (pointing into c->in, which
+ * is left alone meanwhile) and the decoded credentials. conn is cleared when the connection goes
+ * first. */
+struct auth_job {
+    struct http_conn *conn;
+    struct http_head head;
+    const char *hash;
+    uint64_t key;
+    bool known, ok;
+    char creds[512]; /* user NUL password */
+    size_t creds_len;
 };
 
 struct http_conn {
@@ -66,6 +80,7 @@ struct http_conn {
     bool close_after;
     unsigned requests;
     uint64_t deadline;
+    struct auth_job *auth; /* while in C_AUTH */
 };
 
 struct http_server {
@@ -73,6 +88,7 @@ struct http_server {
     int fd;
     struct ev_io *io;
     struct ev_timer *sweep;
+    struct ev_work_pool *pool; /* bcrypt, with basic auth */
     struct http_web_config *web;
     struct http_tls *tls;
     struct http_limits lim;
@@ -157,6 +173,8 @@ static void conn_free(struct http_conn *c)
     if (c->next)
         c->next->prev = c->prev;
     srv->n_conns--;
+    if (c->auth)
+        c->auth->conn = NULL; /* its done function frees it */
     c->io = ev_io_del(c->io);
     http_tls_conn_free(c->tls);
     if (c->fd >= 0)
@@ -215,6 +233,7 @@ static ssize_t conn_recv(struct http_conn *c, void *buf, size_t n, uint32_t *wan
 }
 
 static void conn_process(struct http_conn *c);
+static bool conn_send_more(struct http_conn *c);
 
 /* ---- responses ---- */
 
@@ -338,30 +357,6 @@ const char *http_request_user(const struct http_request *req)
     return req->user;
 }
 
-/* Authorization: Basic base64(user ":" password). user_buf receives "user\0password". */
-static bool authorized(struct http_server *srv, const struct http_head *h, char *buf, size_t n,
-                       const char **ret_user)
-{
-    const char *v = http_head_get(h, "Authorization");
-    if (!v || strncasecmp(v, "Basic ", 6) != 0)
-        return false;
-    v += 6;
-    while (*v == ' ')
-        v++;
-    size_t len;
-    if (http_base64_decode(v, buf, n, &len) < 0 || strlen(buf) != len)
-        return false;
-    char *colon = strchr(buf, ':');
-    if (!colon)
-        return false;
-    *colon = '\0';
-    bool ok = http_web_config_check_user(srv->web, buf, colon + 1);
-    explicit_bzero(colon + 1, strlen(colon + 1));
-    if (ok)
-        *ret_user = buf;
-    return ok;
-}
-
 static const struct route *find_route(const struct http_server *srv, const char *path)
 {
     for (size_t i = 0; i < srv->n_routes; i++)
@@ -370,8 +365,125 @@ static const struct route *find_route(const struct http_server *srv, const char 
     return NULL;
 }
 
-/* Answers the complete head of head_len bytes at the start of c->in. */
-static void conn_dispatch(struct http_conn *c, size_t head_len)
+/* Answers a request that passed authentication. */
+static void conn_answer(struct http_request *req)
+{
+    struct http_conn *c = req->conn;
+    const struct http_head *h = &req->head;
+    bool get = strcmp(h->method, "GET") == 0, head = strcmp(h->method, "HEAD") == 0;
+    if (!get && !head) {
+        if (h->has_body)
+            c->close_after = true;
+        respond_plain(req, 405, "Allow: GET, HEAD\r\n");
+    } else if (h->has_body) {
+        c->close_after = true; /* the body is not read: the connection cannot be reused */
+        respond_plain(req, 400, NULL);
+    } else if (h->path[0] != '/') {
+        respond_plain(req, 400, NULL);
+    } else {
+        const struct route *rt = find_route(c->srv, h->path);
+        if (!rt) {
+            respond_plain(req, 404, NULL);
+        } else {
+            rt->fn(req, rt->userdata);
+            if (!req->answered)
+                respond_plain(req, 500, NULL);
+        }
+    }
+}
+
+static void refuse_auth(struct http_request *req)
+{
+    if (req->head.has_body)
+        req->conn->close_after = true;
+    respond_plain(req, 401, "WWW-Authenticate: Basic\r\n");
+}
+
+static int auth_work(void *userdata)
+{
+    struct auth_job *j = userdata;
+    const char *password = j->creds + strlen(j->creds) + 1;
+    j->ok = http_bcrypt_matches(password, j->hash) && j->known;
+    return 0;
+}
+
+static void auth_job_free(struct auth_job *j)
+{
+    explicit_bzero(j->creds, sizeof(j->creds));
+    free(j);
+}
+
+static void auth_done(int result, void *userdata)
+{
+    struct auth_job *j = userdata;
+    struct http_conn *c = j->conn;
+    if (!c) {
+        auth_job_free(j);
+        return;
+    }
+    c->auth = NULL;
+    struct http_request req = {.conn = c, .head = j->head};
+    bool ok = result == 0 && j->ok;
+    if (ok) {
+        http_web_config_remember(c->srv->web, j->key);
+        req.user = j->creds;
+        conn_answer(&req);
+    } else {
+        refuse_auth(&req);
+    }
+    auth_job_free(j);
+    c->state = C_WRITE;
+    if (conn_send_more(c))
+        conn_process(c);
+}
+
+/* Authorization: Basic base64(user ":" password). 1: let in (req->user set, pointing into buf);
+ * 0: refused; 2: a bcrypt is running for it (the connection waits in C_AUTH). */
+static int authenticate(struct http_request *req, char *buf, size_t n)
+{
+    struct http_conn *c = req->conn;
+    struct http_server *srv = c->srv;
+    const char *v = http_head_get(&req->head, "Authorization");
+    if (!v || strncasecmp(v, "Basic ", 6) != 0)
+        return 0;
+    v += 6;
+    while (*v == ' ')
+        v++;
+    size_t len;
+    if (http_base64_decode(v, buf, n, &len) < 0 || strlen(buf) != len)
+        return 0;
+    char *colon = strchr(buf, ':');
+    if (!colon)
+        return 0;
+    *colon = '\0';
+    const char *hash = NULL;
+    uint64_t key = 0;
+    bool known = false;
+    if (http_web_config_lookup(srv->web, buf, colon + 1, &hash, &key, &known) == 1) {
+        req->user = buf;
+        return 1;
+    }
+    struct auth_job *j = srv->pool ? calloc(1, sizeof(*j)) : NULL;
+    if (!j) /* no worker: check here */
+        return http_bcrypt_matches(colon + 1, hash) && known
+                   ? (http_web_config_remember(srv->web, key), req->user = buf, 1)
+                   : 0;
+    *j = (struct auth_job){.conn = c, .head = req->head, .hash = hash, .key = key, .known = known};
+    memcpy(j->creds, buf, len + 1);
+    j->creds_len = len;
+    if (ev_work_submit(srv->pool, auth_work, auth_done, j) < 0) {
+        auth_job_free(j);
+        return 0;
+    }
+    c->auth = j;
+    c->state = C_AUTH;
+    c->deadline = now_ms(c) + c->srv->lim.write_timeout_ms;
+    return 2;
+}
+
+/* Answers the complete head of head_len bytes at the start of c->in. True when the answer waits
+ * for a bcrypt on the worker pool. */
+static bool conn_dispatch(struct http_conn *c, size_t head_len)
 {
     struct http_server *srv = c->srv;
     struct http_request req = {.conn = c};
@@ -383,38 +495,22 @@ static void conn_dispatch(struct http_conn *c, size_t head_len)
     if (status) {
         c->close_after = true;
         respond_plain(&req, status, NULL);
-        return;
+        return false;
     }
     if (req.head.close)
         c->close_after = true;
-    if (http_web_config_has_auth(srv->web) &&
-        !authorized(srv, &req.head, creds, sizeof(creds), &req.user)) {
-        if (req.head.has_body)
-            c->close_after = true;
-        respond_plain(&req, 401, "WWW-Authenticate: Basic\r\n");
-        return;
+    int a = http_web_config_has_auth(srv->web) ? authenticate(&req, creds, sizeof(creds)) : 1;
+    if (a == 2) {
+        explicit_bzero(creds, sizeof(creds));
+        conn_watch(c, 0);
+        return true;
     }
-    bool get = strcmp(req.head.method, "GET") == 0, head = strcmp(req.head.method, "HEAD") == 0;
-    if (!get && !head) {
-        if (req.head.has_body)
-            c->close_after = true;
-        respond_plain(&req, 405, "Allow: GET, HEAD\r\n");
-    } else if (req.head.has_body) {
-        c->close_after = true; /* the body is not read: the connection cannot be reused */
-        respond_plain(&req, 400, NULL);
-    } else if (req.head.path[0] != '/') {
-        respond_plain(&req, 400, NULL);
-    } else {
-        const struct route *rt = find_route(srv, req.head.path);
-        if (!rt)
-            respond_plain(&req, 404, NULL);
-        else {
-            rt->fn(&req, rt->userdata);
-            if (!req.answered)
-                respond_plain(&req, 500, NULL);
-        }
-    }
+    if (a == 1)
+        conn_answer(&req);
+    else
+        refuse_auth(&req);
     explicit_bzero(creds, sizeof(creds));
+    return false;
 }
 
 /* After a response: drop its request, then close or wait for the next one. True when the
@@ -492,7 +588,8 @@ static void conn_process(struct http_conn *c)
         }
         size_t end = http_head_end(c->in, c->in_len);
         if (end) {
-            conn_dispatch(c, end);
+            if (conn_dispatch(c, end))
+                return; /* answered when the bcrypt is done */
             if (!conn_send_more(c))
                 return;
             continue; /* a pipelined request may be in the buffer already */
@@ -566,6 +663,8 @@ static void on_conn(struct ev_io *io, int fd, uint32_t revents, void *userdata)
     case C_READ:
         conn_process(c);
         break;
+    case C_AUTH:
+        break; /* not watched */
     case C_WRITE:
         if (conn_send_more(c))
             conn_process(c);
@@ -753,6 +852,7 @@ struct http_server *http_server_free(struct http_server *srv)
         return NULL;
     while (srv->conns)
         conn_free(srv->conns);
+    srv->pool = ev_work_pool_free(srv->pool); /* waits for a running bcrypt */
     srv->io = ev_io_del(srv->io);
     srv->sweep = ev_timer_del(srv->sweep);
     if (srv->fd >= 0)
@@ -800,6 +900,12 @@ int http_server_new(struct ev_loop *loop, const char *address, struct http_web_c
         r = http_tls_new(&web->tls, d, &srv->tls);
         if (r < 0)
             return r;
+    }
+    if (http_web_config_has_auth(web)) {
+        /* bcrypt takes tens of milliseconds: off the loop, so wrong passwords cannot stall it */
+        r = ev_work_pool_new(loop, 2, &srv->pool);
+        if (r < 0)
+            return diag_fail(d, r, "worker threads: %s", strerror(-r));
     }
     r = open_listener(address, d, &srv->fd);
     if (r < 0)

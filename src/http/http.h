@@ -9,7 +9,10 @@
  *  - Every function runs on the loop thread, except the struct http_body functions, which any
  *    thread may call (a body is immutable once made; its reference count is atomic).
  *  - Handlers are called on the loop thread and must answer before they return, with
- *    http_respond() or http_respond_body(); a handler that does not answer gets a 500 sent.
+ *    http_respond() or http_respond_body(); a handler that does not answer gets a 500 sent. A
+ *    handler must not free the server.
+ *  - With basic_auth_users, bcrypt runs on two worker threads of the server's own (the loop's work
+ *    pool), so a wrong password does not stall the loop.
  *  - Fallible functions return 0 or a negative errno and write ret_* only on success. The library
  *    does not log.
  */
@@ -81,9 +84,9 @@ bool http_web_config_has_tls(const struct http_web_config *wc);
 bool http_web_config_has_auth(const struct http_web_config *wc);
 
 /* Checks user and password against basic_auth_users (bcrypt through libcrypt's crypt_r, compared
- * in constant time). A success is remembered (a keyed hash of user and password, never the
- * password), so a scraper that sends the same credentials every 15 s pays for bcrypt once.
- * Returns true when they match. */
+ * in constant time), on the calling thread (the server does the bcrypt on its workers). A success
+ * is remembered (a keyed hash of user and password, never the password), so a scraper that sends
+ * the same credentials every 15 s pays for bcrypt once. Returns true when they match. */
 bool http_web_config_check_user(struct http_web_config *wc, const char *user, const char *password);
 
 /* ---- the server ---- */

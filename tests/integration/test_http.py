@@ -243,12 +243,13 @@ def test_plain_server_maps_no_optional_library(probes):
     assert "libz.so" in p.maps()
 
 
-def bcrypt(password):
+def bcrypt(password, cost=5):
     lib = ctypes.CDLL("libcrypt.so.1")
     lib.crypt.restype = ctypes.c_char_p
     lib.crypt.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
-    h = lib.crypt(password.encode(), b"$2b$05$abcdefghijklmnopqrstuu").decode()
-    assert h.startswith("$2b$05$") and len(h) == 60
+    setting = f"$2b${cost:02d}$abcdefghijklmnopqrstuu".encode()
+    h = lib.crypt(password.encode(), setting).decode()
+    assert h.startswith(setting[:7].decode()) and len(h) == 60
     return h
 
 
@@ -275,6 +276,31 @@ def test_basic_auth(probes, tmp_path):
         assert get(p.port, "/metrics", basic("alice", "wonderland"))[0] == 200
     assert time.monotonic() - t0 < 3
     assert "libcrypt.so" in p.maps() and "libssl.so" not in p.maps()
+
+
+def test_wrong_passwords_do_not_stall_the_loop(probes, tmp_path):
+    """bcrypt runs on worker threads: slow checks of wrong passwords (cost 12, a quarter of a
+    second each) leave remembered credentials answered at once."""
+    t0 = time.monotonic()
+    slow = bcrypt("dragon", cost=12)
+    cost = time.monotonic() - t0
+    cfg = tmp_path / "web.yml"
+    cfg.write_text(f"basic_auth_users:\n  alice: '{bcrypt('wonderland')}'\n  mallory: '{slow}'\n")
+    p = probes("--web-config", cfg)
+    assert get(p.port, "/hello", basic("alice", "wonderland"))[0] == 200  # remembered now
+
+    def attack(i):
+        return get(p.port, "/hello", basic("mallory", f"guess{i}"))[0]
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
+        wrong = [pool.submit(attack, i) for i in range(4)]
+        worst = 0.0
+        while not all(f.done() for f in wrong):
+            t = time.monotonic()
+            assert get(p.port, "/hello", basic("alice", "wonderland"))[0] == 200
+            worst = max(worst, time.monotonic() - t)
+        assert [f.result() for f in wrong] == [401] * 4
+    assert worst < max(cost / 2, 0.05), (worst, cost)
 
 
 @pytest.mark.parametrize("text,message", [
