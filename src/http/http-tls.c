@@ -12,94 +12,14 @@
  *   RequireAndVerifyClientCert   required and verified against client_ca_file
  *
  * Non-blocking throughout: a step that cannot go on says which way the socket has to become ready.
- * The symbol table is this module's own (src/kube has the client side's); both name the same
- * library, which the dynamic linker maps once.
+ * The symbol table is src/ossl's, shared with the Kubernetes client.
  */
 #include <errno.h>
-#include <openssl/err.h>
-#include <openssl/pem.h>
-#include <openssl/ssl.h>
-#include <signal.h>
 #include <string.h>
 
-#include "base-dlib.h"
 #include "ev.h"
 #include "http-internal.h"
-
-static struct {
-    typeof(TLS_server_method) *TLS_server_method;
-    typeof(SSL_CTX_new) *SSL_CTX_new;
-    typeof(SSL_CTX_free) *SSL_CTX_free;
-    typeof(SSL_CTX_ctrl) *SSL_CTX_ctrl;
-    typeof(SSL_CTX_set_options) *SSL_CTX_set_options;
-    typeof(SSL_CTX_set_verify) *SSL_CTX_set_verify;
-    typeof(SSL_CTX_load_verify_locations) *SSL_CTX_load_verify_locations;
-    typeof(SSL_CTX_set_client_CA_list) *SSL_CTX_set_client_CA_list;
-    typeof(SSL_load_client_CA_file) *SSL_load_client_CA_file;
-    typeof(SSL_CTX_use_certificate) *SSL_CTX_use_certificate;
-    typeof(SSL_CTX_use_PrivateKey) *SSL_CTX_use_PrivateKey;
-    typeof(SSL_CTX_use_certificate_chain_file) *SSL_CTX_use_certificate_chain_file;
-    typeof(SSL_CTX_use_PrivateKey_file) *SSL_CTX_use_PrivateKey_file;
-    typeof(SSL_CTX_check_private_key) *SSL_CTX_check_private_key;
-    typeof(SSL_CTX_set_session_id_context) *SSL_CTX_set_session_id_context;
-    typeof(SSL_new) *SSL_new;
-    typeof(SSL_free) *SSL_free;
-    typeof(SSL_set_fd) *SSL_set_fd;
-    typeof(SSL_accept) *SSL_accept;
-    typeof(SSL_read) *SSL_read;
-    typeof(SSL_write) *SSL_write;
-    typeof(SSL_shutdown) *SSL_shutdown;
-    typeof(SSL_get_error) *SSL_get_error;
-    typeof(X509_free) *X509_free;
-    typeof(PEM_read_bio_X509) *PEM_read_bio_X509;
-    typeof(PEM_read_bio_PrivateKey) *PEM_read_bio_PrivateKey;
-    typeof(EVP_PKEY_free) *EVP_PKEY_free;
-    typeof(BIO_new_mem_buf) *BIO_new_mem_buf;
-    typeof(BIO_free) *BIO_free;
-    typeof(ERR_get_error) *ERR_get_error;
-    typeof(ERR_clear_error) *ERR_clear_error;
-    typeof(ERR_error_string_n) *ERR_error_string_n;
-} ossl;
-
-#define SYM(fn) DLIB_SYM(ossl.fn, fn)
-static const struct dlib_sym ossl_syms[] = {
-    SYM(TLS_server_method),
-    SYM(SSL_CTX_new),
-    SYM(SSL_CTX_free),
-    SYM(SSL_CTX_ctrl),
-    SYM(SSL_CTX_set_options),
-    SYM(SSL_CTX_set_verify),
-    SYM(SSL_CTX_load_verify_locations),
-    SYM(SSL_CTX_set_client_CA_list),
-    SYM(SSL_load_client_CA_file),
-    SYM(SSL_CTX_use_certificate),
-    SYM(SSL_CTX_use_PrivateKey),
-    SYM(SSL_CTX_use_certificate_chain_file),
-    SYM(SSL_CTX_use_PrivateKey_file),
-    SYM(SSL_CTX_check_private_key),
-    SYM(SSL_CTX_set_session_id_context),
-    SYM(SSL_new),
-    SYM(SSL_free),
-    SYM(SSL_set_fd),
-    SYM(SSL_accept),
-    SYM(SSL_read),
-    SYM(SSL_write),
-    SYM(SSL_shutdown),
-    SYM(SSL_get_error),
-    SYM(X509_free),
-    SYM(PEM_read_bio_X509),
-    SYM(PEM_read_bio_PrivateKey),
-    SYM(EVP_PKEY_free),
-    SYM(BIO_new_mem_buf),
-    SYM(BIO_free),
-    SYM(ERR_get_error),
-    SYM(ERR_clear_error),
-    SYM(ERR_error_string_n),
-};
-#undef SYM
-
-/* OpenSSL pins itself in memory at initialisation, so it is never unloaded. */
-static struct dlib ossl_lib = DLIB_INIT("libssl.so.3", "libssl3", ossl_syms, false);
+#include "ossl.h"
 
 struct http_tls {
     SSL_CTX *ctx;
@@ -111,11 +31,8 @@ struct http_tls_conn {
 
 static int fail_ossl(struct diag *d, const char *what)
 {
-    char why[256] = "unknown TLS error";
-    unsigned long e = ossl.ERR_get_error();
-    if (e)
-        ossl.ERR_error_string_n(e, why, sizeof(why));
-    ossl.ERR_clear_error();
+    char why[256];
+    ossl_errors(why, sizeof(why));
     return diag_fail(d, -EINVAL, "%s: %s", what, why);
 }
 
@@ -205,15 +122,6 @@ static int set_client_auth(SSL_CTX *ctx, const struct http_web_tls *cfg, struct 
     return 0;
 }
 
-/* A peer that closed its connection must give EPIPE, not kill the daemon with SIGPIPE (OpenSSL
- * writes with write(2)). A handler someone else installed is left alone. */
-static void ignore_sigpipe(void)
-{
-    struct sigaction old;
-    if (sigaction(SIGPIPE, NULL, &old) == 0 && old.sa_handler == SIG_DFL)
-        signal(SIGPIPE, SIG_IGN);
-}
-
 struct http_tls *http_tls_free(struct http_tls *t)
 {
     if (t) {
@@ -227,10 +135,9 @@ struct http_tls *http_tls_free(struct http_tls *t)
 int http_tls_new(const struct http_web_tls *cfg, struct diag *d, struct http_tls **ret)
 {
     static const unsigned char sid_ctx[] = "gpuplane-http";
-    int r = dlib_pin(&ossl_lib, d);
+    int r = ossl_load(d); /* SIGPIPE ignored too: a closed peer gives EPIPE */
     if (r < 0)
         return r;
-    ignore_sigpipe();
     _cleanup_(http_tls_freep) struct http_tls *t = calloc(1, sizeof(*t));
     if (!t)
         return -ENOMEM;

@@ -12,103 +12,10 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
-#include <openssl/err.h>
-#include <openssl/pem.h>
-#include <openssl/ssl.h>
-#include <openssl/x509v3.h>
-#include <signal.h>
 #include <string.h>
 
-#include "base-dlib.h"
 #include "kube-internal.h"
-
-static struct {
-    typeof(TLS_client_method) *TLS_client_method;
-    typeof(SSL_CTX_new) *SSL_CTX_new;
-    typeof(SSL_CTX_free) *SSL_CTX_free;
-    typeof(SSL_CTX_ctrl) *SSL_CTX_ctrl;
-    typeof(SSL_CTX_set_options) *SSL_CTX_set_options;
-    typeof(SSL_CTX_set_verify) *SSL_CTX_set_verify;
-    typeof(SSL_CTX_set_default_verify_paths) *SSL_CTX_set_default_verify_paths;
-    typeof(SSL_CTX_load_verify_locations) *SSL_CTX_load_verify_locations;
-    typeof(SSL_CTX_get_cert_store) *SSL_CTX_get_cert_store;
-    typeof(SSL_CTX_use_certificate) *SSL_CTX_use_certificate;
-    typeof(SSL_CTX_use_PrivateKey) *SSL_CTX_use_PrivateKey;
-    typeof(SSL_CTX_use_certificate_chain_file) *SSL_CTX_use_certificate_chain_file;
-    typeof(SSL_CTX_use_PrivateKey_file) *SSL_CTX_use_PrivateKey_file;
-    typeof(SSL_CTX_check_private_key) *SSL_CTX_check_private_key;
-    typeof(SSL_CTX_set_alpn_protos) *SSL_CTX_set_alpn_protos;
-    typeof(SSL_new) *SSL_new;
-    typeof(SSL_free) *SSL_free;
-    typeof(SSL_set_fd) *SSL_set_fd;
-    typeof(SSL_ctrl) *SSL_ctrl;
-    typeof(SSL_set1_host) *SSL_set1_host;
-    typeof(SSL_get0_param) *SSL_get0_param;
-    typeof(SSL_connect) *SSL_connect;
-    typeof(SSL_read) *SSL_read;
-    typeof(SSL_write) *SSL_write;
-    typeof(SSL_get_error) *SSL_get_error;
-    typeof(SSL_get_verify_result) *SSL_get_verify_result;
-    typeof(X509_verify_cert_error_string) *X509_verify_cert_error_string;
-    typeof(X509_VERIFY_PARAM_set1_ip_asc) *X509_VERIFY_PARAM_set1_ip_asc;
-    typeof(X509_STORE_add_cert) *X509_STORE_add_cert;
-    typeof(X509_free) *X509_free;
-    typeof(PEM_read_bio_X509) *PEM_read_bio_X509;
-    typeof(PEM_read_bio_PrivateKey) *PEM_read_bio_PrivateKey;
-    typeof(EVP_PKEY_free) *EVP_PKEY_free;
-    typeof(BIO_new_mem_buf) *BIO_new_mem_buf;
-    typeof(BIO_free) *BIO_free;
-    typeof(ERR_get_error) *ERR_get_error;
-    typeof(ERR_clear_error) *ERR_clear_error;
-    typeof(ERR_error_string_n) *ERR_error_string_n;
-} ossl;
-
-#define SYM(fn) DLIB_SYM(ossl.fn, fn)
-static const struct dlib_sym ossl_syms[] = {
-    SYM(TLS_client_method),
-    SYM(SSL_CTX_new),
-    SYM(SSL_CTX_free),
-    SYM(SSL_CTX_ctrl),
-    SYM(SSL_CTX_set_options),
-    SYM(SSL_CTX_set_verify),
-    SYM(SSL_CTX_set_default_verify_paths),
-    SYM(SSL_CTX_load_verify_locations),
-    SYM(SSL_CTX_get_cert_store),
-    SYM(SSL_CTX_use_certificate),
-    SYM(SSL_CTX_use_PrivateKey),
-    SYM(SSL_CTX_use_certificate_chain_file),
-    SYM(SSL_CTX_use_PrivateKey_file),
-    SYM(SSL_CTX_check_private_key),
-    SYM(SSL_CTX_set_alpn_protos),
-    SYM(SSL_new),
-    SYM(SSL_free),
-    SYM(SSL_set_fd),
-    SYM(SSL_ctrl),
-    SYM(SSL_set1_host),
-    SYM(SSL_get0_param),
-    SYM(SSL_connect),
-    SYM(SSL_read),
-    SYM(SSL_write),
-    SYM(SSL_get_error),
-    SYM(SSL_get_verify_result),
-    SYM(X509_verify_cert_error_string),
-    SYM(X509_VERIFY_PARAM_set1_ip_asc),
-    SYM(X509_STORE_add_cert),
-    SYM(X509_free),
-    SYM(PEM_read_bio_X509),
-    SYM(PEM_read_bio_PrivateKey),
-    SYM(EVP_PKEY_free),
-    SYM(BIO_new_mem_buf),
-    SYM(BIO_free),
-    SYM(ERR_get_error),
-    SYM(ERR_clear_error),
-    SYM(ERR_error_string_n),
-};
-#undef SYM
-
-/* OpenSSL pins itself in memory at initialisation, so it is never unloaded either. libssl's handle
- * resolves libcrypto's symbols too (dlsym searches a library's dependencies). */
-static struct dlib ossl_lib = DLIB_INIT("libssl.so.3", "libssl3", ossl_syms, false);
+#include "ossl.h"
 
 struct kube_tls {
     SSL_CTX *ctx;
@@ -118,18 +25,6 @@ struct kube_tls_conn {
     SSL *ssl;
     char host[256];
 };
-
-/* OpenSSL's queued errors as one line (the first is the cause), the queue emptied. */
-static void ossl_errors(char *buf, size_t n)
-{
-    unsigned long e = ossl.ERR_get_error();
-    if (!e) {
-        snprintf(buf, n, "unknown TLS error");
-        return;
-    }
-    ossl.ERR_error_string_n(e, buf, n);
-    ossl.ERR_clear_error();
-}
 
 static int fail_ossl(struct diag *d, const char *what)
 {
@@ -232,23 +127,12 @@ struct kube_tls *kube_tls_free(struct kube_tls *t)
     return NULL;
 }
 
-/* OpenSSL writes to its socket with write(2), so a peer that closed the connection would kill the
- * process with SIGPIPE; a daemon wants EPIPE instead (as Go's runtime arranges for its sockets). A
- * handler someone else installed is left alone. */
-static void ignore_sigpipe(void)
-{
-    struct sigaction old;
-    if (sigaction(SIGPIPE, NULL, &old) == 0 && old.sa_handler == SIG_DFL)
-        signal(SIGPIPE, SIG_IGN);
-}
-
 int kube_tls_new(const struct kube_config *cfg, struct diag *d, struct kube_tls **ret)
 {
     static const unsigned char alpn[] = "\x08http/1.1";
-    int r = dlib_pin(&ossl_lib, d);
+    int r = ossl_load(d); /* SIGPIPE ignored too: a closed peer gives EPIPE */
     if (r < 0)
         return r;
-    ignore_sigpipe();
     _cleanup_(kube_tls_freep) struct kube_tls *t = calloc(1, sizeof(*t));
     if (!t)
         return -ENOMEM;
