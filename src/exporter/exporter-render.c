@@ -67,16 +67,19 @@ static int add_value(struct strbuf *out, double v, enum exporter_value_kind kind
     if (isinf(v))
         return strbuf_addstr(out, v > 0 ? "+Inf" : "-Inf");
     if (kind == EXPORTER_VALUE_INT) {
-        /* Whole by the gpu module's contract; round what is not, and clamp to int64 as DCGM's
-         * INT64 would be. */
-        double rounded = round(v);
+        /* Whole by the gpu module's contract; round what is not (half away from zero, without
+         * libm: every daemon would map it for this one call), and clamp to int64 as DCGM's INT64
+         * would be. */
         int64_t i;
-        if (rounded >= 9223372036854775807.0)
+        if (v >= 9223372036854775807.0)
             i = INT64_MAX;
-        else if (rounded <= -9223372036854775808.0)
+        else if (v <= -9223372036854775808.0)
             i = INT64_MIN;
-        else
-            i = (int64_t)rounded;
+        else {
+            i = (int64_t)v; /* exact for whole values of any size */
+            double frac = v - (double)i;
+            i += frac >= 0.5 ? 1 : frac <= -0.5 ? -1 : 0;
+        }
         return strbuf_addf(out, "%" PRId64, i);
     }
     return strbuf_addf(out, "%f", v);

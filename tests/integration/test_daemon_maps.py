@@ -33,6 +33,18 @@ sharing:
 """
 
 
+def needed(path):
+    """The DT_NEEDED names of a shared object or executable."""
+    import subprocess
+    out = subprocess.run(["readelf", "-d", str(path)], capture_output=True, text=True, check=True).stdout
+    return set(re.findall(r"\(NEEDED\)\s+Shared library: \[(.+?)\]", out))
+
+
+# The mock NVML library stands where the driver's libnvidia-ml.so.1 would be: what it links (libm
+# for its wandering telemetry) comes with it, and with it only.
+MOCK_DEPS = needed(BUILD / "mock-nvml" / "libnvidia-ml.so.1")
+
+
 def soname(path):
     """libfoo.so.1.2.3 -> libfoo.so.1 (the name the dynamic linker asked for)."""
     m = re.match(r"(.*?\.so(\.\d+)?)", pathlib.Path(path).name)
@@ -52,7 +64,7 @@ def check(pid, allowed):
     libs = mapped_libraries(pid)
     names = {soname(p) for p in libs}
     assert "libc.so.6" in names, libs  # the reading works at all
-    extra = sorted(p for p in libs if soname(p) not in allowed | SANITIZER)
+    extra = sorted(p for p in libs if soname(p) not in allowed | SANITIZER | MOCK_DEPS)
     assert not extra, f"libraries outside the allow-list: {extra}"
     assert not [p for p in libs if NEVER.search(p)]
     return names
@@ -96,11 +108,22 @@ def test_discover_maps_tls_only_for_the_nodefeature_api(gp, fakekube, tmp_path):
                 d.stop()
 
 
+def test_exporter_maps_only_its_libraries(gp, tmp_path):
+    """Plain HTTP with no web config: neither TLS nor libcrypt; zlib only once a client asks for
+    gzip."""
+    from test_exporter import Exporter
+    e = Exporter(gp, tmp_path, "--mock", "dgx-h100")
+    try:
+        e.scrape()
+        check(e.proc.pid, DEVICE_PLUGIN)
+        e.scrape({"Accept-Encoding": "gzip"})
+        assert "libz.so.1" in check(e.proc.pid, DEVICE_PLUGIN | {"libz.so.1"})
+    finally:
+        e.stop()
+
+
 def test_build_links_no_optional_library():
     """The binary's own dependencies (DT_NEEDED) are the base set: everything else is loaded at
     first use by the commands that need it."""
-    import subprocess
-    out = subprocess.run(["readelf", "-d", str(BUILD / "gpuplane")], capture_output=True, text=True,
-                         check=True).stdout
-    needed = set(re.findall(r"\(NEEDED\)\s+Shared library: \[(.+?)\]", out))
-    assert needed <= (BASE - {"libnvidia-ml.so.1"}) | SANITIZER | {"libm.so.6"}, needed
+    linked = needed(BUILD / "gpuplane")
+    assert linked <= (BASE - {"libnvidia-ml.so.1"}) | SANITIZER, linked
