@@ -80,6 +80,7 @@ struct http_web_config {
     struct http_web_tls tls;
     struct http_web_user *users;
     size_t n_users;
+    char *headers;   /* http_server_config.headers as header lines, or NULL */
     bool crypt_held; /* a reference on libcrypt */
     uint64_t sip_key[2];
     struct http_auth_cache_entry cache[HTTP_AUTH_CACHE];

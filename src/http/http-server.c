@@ -281,6 +281,8 @@ static int respond(struct http_request *req, int status, const char *ctype, stru
         r = strbuf_addstr(o, "Vary: Accept-Encoding\r\n");
     if (r >= 0 && extra)
         r = strbuf_addstr(o, extra);
+    if (r >= 0 && c->srv->web && c->srv->web->headers)
+        r = strbuf_addstr(o, c->srv->web->headers);
     if (r >= 0)
         r = strbuf_addf(o, "Content-Length: %zu\r\n", len);
     if (r >= 0 && c->close_after)

@@ -3,15 +3,17 @@
  * The web configuration file of Prometheus' exporter-toolkit (--web.config.file; dcgm-exporter's
  * --web-config-file), read with the project's document loader so every error reads
  * file:line:col. The checks are exporter-toolkit's: cert and key both or neither, a client CA only
- * with a client auth policy, bcrypt hashes for users. Keys of the format this server does not
- * implement (cipher and curve lists, allowed SANs, extra headers, rate limits) are refused rather
- * than silently ignored: a file that asks for them expects them to hold.
+ * with a client auth policy, bcrypt hashes for users, the values of the security headers. Keys of
+ * the format this server does not implement (cipher and curve lists, allowed SANs, rate limits)
+ * are refused rather than silently ignored: a file that asks for them expects them to hold.
  */
 #include <errno.h>
 #include <openssl/tls1.h>
 #include <string.h>
+#include <strings.h>
 
 #include "base-doc.h"
+#include "base-strbuf.h"
 #include "http-internal.h"
 
 struct http_web_config *http_web_config_free(struct http_web_config *wc)
@@ -28,6 +30,7 @@ struct http_web_config *http_web_config_free(struct http_web_config *wc)
         free(wc->users[i].hash);
     }
     free(wc->users);
+    free(wc->headers);
     if (wc->crypt_held)
         http_crypt_release();
     explicit_bzero(wc, sizeof(*wc));
@@ -245,13 +248,54 @@ static int load_users(const struct doc *doc, const json_t *obj, struct http_web_
     return 0;
 }
 
+/* http_server_config.headers: the security headers exporter-toolkit lets a file add to every
+ * response, checked as it checks them. */
+static int load_headers(const struct doc *doc, const json_t *obj, struct http_web_config *wc,
+                        struct diag *d)
+{
+    static const char *const keys[] = {"Content-Security-Policy",   "X-Frame-Options",
+                                       "X-Content-Type-Options",    "X-XSS-Protection",
+                                       "Strict-Transport-Security", NULL};
+    int r = doc_check_keys(doc, obj, keys, d);
+    if (r < 0)
+        return r;
+    struct strbuf sb = STRBUF_INIT;
+    strbuf_init(&sb, 16384);
+    for (size_t i = 0; keys[i] && r >= 0; i++) {
+        const char *v = NULL;
+        r = doc_get_string(doc, obj, keys[i], false, NULL, d, &v);
+        if (r < 0 || !v || !*v)
+            continue;
+        const json_t *at = json_object_get(obj, keys[i]);
+        for (const char *c = v; *c && r >= 0; c++)
+            if ((unsigned char)*c < 0x20 || *c == 0x7f)
+                r = doc_fail(doc, at, d, -EINVAL, "headers.%s: control characters", keys[i]);
+        if (r >= 0 && strcmp(keys[i], "X-Frame-Options") == 0 && strcasecmp(v, "deny") != 0 &&
+            strcasecmp(v, "sameorigin") != 0)
+            r = doc_fail(doc, at, d, -EINVAL,
+                         "headers.X-Frame-Options: \"%s\" (deny or sameorigin)", v);
+        if (r >= 0 && strcmp(keys[i], "X-Content-Type-Options") == 0 &&
+            strcasecmp(v, "nosniff") != 0)
+            r = doc_fail(doc, at, d, -EINVAL, "headers.X-Content-Type-Options: \"%s\" (nosniff)",
+                         v);
+        if (r >= 0)
+            r = strbuf_addf(&sb, "%s: %s\r\n", keys[i], v);
+    }
+    if (r >= 0 && sb.len) {
+        wc->headers = strbuf_detach(&sb, NULL);
+        if (!wc->headers)
+            r = -ENOMEM;
+    }
+    strbuf_release(&sb);
+    return r;
+}
+
 static int load_doc(const struct doc *doc, struct diag *d, struct http_web_config **ret)
 {
     static const char *const keys[] = {"tls_server_config", "http_server_config",
                                        "basic_auth_users", "rate_limit", NULL};
     static const char *const unsupported[] = {"rate_limit", NULL};
     static const char *const server_keys[] = {"http2", "headers", NULL};
-    static const char *const server_unsupported[] = {"headers", NULL};
     _cleanup_(http_web_config_freep) struct http_web_config *wc = calloc(1, sizeof(*wc));
     if (!wc)
         return -ENOMEM;
@@ -277,10 +321,11 @@ static int load_doc(const struct doc *doc, struct diag *d, struct http_web_confi
     if (srv && !json_is_null(srv)) {
         bool http2 = false;
         r = doc_check_keys(doc, srv, server_keys, d);
-        if (r >= 0)
-            r = refuse(doc, srv, server_unsupported, d);
         if (r >= 0) /* accepted; this server speaks HTTP/1.1 only, which every scraper speaks */
             r = doc_get_bool(doc, srv, "http2", false, true, d, &http2);
+        json_t *headers = json_object_get(srv, "headers");
+        if (r >= 0 && headers && !json_is_null(headers))
+            r = load_headers(doc, headers, wc, d);
         if (r < 0)
             return r;
     }

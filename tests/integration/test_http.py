@@ -468,6 +468,17 @@ def test_tls_and_basic_auth(probes, tmp_path):
     assert get(p.port, "/whoami", basic("alice", "wonderland"), context=ctx)[2] == b"alice\n"
 
 
+def test_security_headers(probes, tmp_path):
+    cfg = tmp_path / "web.yml"
+    cfg.write_text("http_server_config:\n  headers:\n    X-Content-Type-Options: nosniff\n"
+                   "    Content-Security-Policy: default-src 'none'\n")
+    p = probes("--web-config", cfg)
+    for path in ("/hello", "/nope"):
+        _, headers, _ = get(p.port, path)
+        assert headers["X-Content-Type-Options"] == "nosniff"
+        assert headers["Content-Security-Policy"] == "default-src 'none'"
+
+
 @pytest.mark.skipif(not shutil.which("curl"), reason="curl is not installed")
 def test_curl(probes):
     p = probes("--body-size", 50000)

@@ -60,7 +60,13 @@ static void test_errors(void **state)
          "web.yml:4:18: cipher_suites: not supported"},
         {"rate_limit:\n  burst: 2\n", "web.yml:2:3: rate_limit: not supported"},
         {"http_server_config:\n  http2: yes\n", "web.yml:2:10: \"http2\": expected a boolean"},
-        {"http_server_config:\n  headers:\n    X-A: b\n", "web.yml:3:5: headers: not supported"},
+        {"http_server_config:\n  headers:\n    X-A: b\n", "web.yml:3:5: unknown key \"X-A\""},
+        {"http_server_config:\n  headers:\n    X-Frame-Options: maybe\n",
+         "web.yml:3:22: headers.X-Frame-Options: \"maybe\" (deny or sameorigin)"},
+        {"http_server_config:\n  headers:\n    X-Content-Type-Options: sniff\n",
+         "web.yml:3:29: headers.X-Content-Type-Options"},
+        {"http_server_config:\n  headers:\n    X-XSS-Protection: \"1\\r\\nX: y\"\n",
+         "web.yml:3:24: headers.X-XSS-Protection: control characters"},
         {"nope: 1\n", "web.yml:1:1: unknown key \"nope\""},
         {"basic_auth_users:\n  alice: [\n", "web.yml:"},
     };
@@ -101,6 +107,15 @@ static void test_valid(void **state)
     assert_string_equal(wc->tls.client_ca_file, "/ca.pem");
     assert_int_equal(wc->tls.client_auth, HTTP_CLIENT_AUTH_VERIFY_IF_GIVEN);
     assert_int_equal(wc->tls.min_version, 0x0304);
+    wc = http_web_config_free(wc);
+
+    assert_int_equal(load("http_server_config:\n  headers:\n    X-Frame-Options: DENY\n"
+                          "    Strict-Transport-Security: max-age=31536000\n"
+                          "    X-XSS-Protection: ''\n",
+                          &d, &wc),
+                     0);
+    assert_string_equal(wc->headers, "X-Frame-Options: DENY\r\n"
+                                     "Strict-Transport-Security: max-age=31536000\r\n");
     wc = http_web_config_free(wc);
 }
 
