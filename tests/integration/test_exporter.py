@@ -225,3 +225,25 @@ def test_basic_auth_from_the_web_config(exporters, tmp_path):
     with pytest.raises(urllib.error.HTTPError) as err:
         e.scrape({"Authorization": f"Basic {bad}"})
     assert err.value.code == 401
+
+
+def test_tls_from_the_web_config(exporters, tmp_path):
+    import ssl
+    import fakekube
+    certs = fakekube.Certs(tmp_path / "certs")
+    web = tmp_path / "web.yaml"
+    web.write_text(f"tls_server_config:\n  cert_file: {certs.server_cert}\n  key_file: {certs.server_key}\n")
+    e = exporters("--mock", "pcie-t4", "--web-config-file", web)
+    ctx = ssl.create_default_context(cafile=str(certs.ca))
+    with urllib.request.urlopen(f"https://127.0.0.1:{e.port}/metrics", context=ctx, timeout=5) as r:
+        assert r.status == 200 and b"DCGM_FI_DEV_GPU_TEMP" in r.read()
+    with pytest.raises((urllib.error.URLError, ConnectionError, http_client_errors())):
+        urllib.request.urlopen(f"http://127.0.0.1:{e.port}/metrics", timeout=5).read()
+    with pytest.raises(urllib.error.URLError):  # a client that does not trust the certificate
+        urllib.request.urlopen(f"https://127.0.0.1:{e.port}/metrics",
+                               context=ssl.create_default_context(), timeout=5)
+
+
+def http_client_errors():
+    import http.client
+    return http.client.HTTPException
