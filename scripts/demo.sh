@@ -5,7 +5,8 @@
 # the node's GPUs, then `gpuplane device-plugin` against the kubelet emulator (tools/kubelet-emulator):
 # registration, the device list, a preferred allocation of 4 GPUs and its Allocate response, an XID 79
 # taking one GPU out and the recovery bringing it back; the node's labels as NVIDIA's GPU Feature
-# Discovery writes them (`gpuplane discover`); then `gpuplane dra-driver` against the test API
+# Discovery writes them (`gpuplane discover`); the metrics dcgm-exporter would serve (`gpuplane
+# exporter`); then `gpuplane dra-driver` against the test API
 # server and the DRA kubelet emulator (slices published, a claim allocated by `gpuplane allocate`,
 # prepared with its CDI spec, unprepared) and a DRA scheduling simulation (`gpuplane schedule`). No
 # GPU, no kubelet and no cluster are needed; it takes about 8 seconds. The daemons' own logs go to
@@ -76,6 +77,27 @@ printf '\n\033[1m$ %s\033[0m\n' "cat $work/features.d/gfd"
 cat "$work/features.d/gfd"
 printf '\n\033[1m$ %s\033[0m\n' "$bin discover --mock a100-mig --mig-strategy mixed --print-labels | grep mig-3g"
 "$bin" discover --mock a100-mig --mig-strategy mixed --print-labels | grep 'mig-3g' || status=$?
+
+title "gpuplane exporter: the GPUs' metrics under dcgm-exporter's names"
+echo "The exporter on a free port, collecting every second; one scrape, a few of its lines."
+"$bin" exporter --mock dgx-h100 -a 127.0.0.1:0 -c 1000 2>"$work/exporter.log" &
+exporter_pid=$!
+port=""
+for _ in $(seq 100); do
+    port=$(sed -n 's/.*"serving \/metrics".* port=\([0-9]*\).*/\1/p' "$work/exporter.log")
+    [ -n "$port" ] && break
+    sleep 0.05
+done
+if [ -n "$port" ]; then
+    printf '\n\033[1m$ %s\033[0m\n' "curl -s 127.0.0.1:$port/metrics | grep -E '^DCGM_FI_DEV_(GPU_UTIL|POWER_USAGE|FB_USED)' | head -6"
+    python3 -c "import urllib.request,sys; sys.stdout.write(urllib.request.urlopen('http://127.0.0.1:$port/metrics').read().decode())" |
+        grep -E '^DCGM_FI_DEV_(GPU_UTIL|POWER_USAGE|FB_USED)\{gpu="[01]"' || status=$?
+else
+    echo "the exporter did not start; its log: $work/exporter.log"
+    status=1
+fi
+kill "$exporter_pid" 2>/dev/null || true
+wait "$exporter_pid" 2>/dev/null || true
 
 title "gpuplane dra-driver: the DRA kubelet driver (gpu.nvidia.com)"
 cat <<'TEXT'
