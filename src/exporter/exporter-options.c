@@ -385,8 +385,11 @@ void exporter_options_ignored(const struct exporter_options *o, char *buf, size_
     buf[0] = '\0';
     for (size_t i = 0; i < ARRAY_SIZE(OPTS); i++) {
         const struct opt *opt = &OPTS[i];
+        if (!opt->dcgm_only || len >= n)
+            continue;
+        /* DCGM-only options are strings or booleans */
         bool set = opt->kind == K_BOOL ? *FIELD(o, opt, bool) : *FIELD(o, opt, char *) != NULL;
-        if (!opt->dcgm_only || !set || len >= n)
+        if (!set)
             continue;
         int k = snprintf(buf + len, n - len, "%s--%s", len ? ", " : "", opt->arg.name);
         len += k > 0 ? (size_t)k : 0;
