@@ -124,78 +124,114 @@ static void log_unsupported(const struct daemon *dm, const struct dev *dv)
     }
 }
 
-/* The Kubernetes labels of one series, from the first pod using its device. */
-static size_t pod_labels(const struct daemon *dm, const struct dev *dv, struct exporter_label *out)
+/* Whether the pod-resources entry r names the device of series dv. */
+static bool ref_matches(const struct daemon *dm, const struct dev *dv,
+                        const struct exporter_pod_ref *r)
 {
     const struct gpu_device *g = &dm->inv->devices[dv->gpu];
     char name[32], dra_name[32];
     snprintf(name, sizeof(name), "nvidia%zu", dv->gpu);
     snprintf(dra_name, sizeof(dra_name), "gpu-%u", g->minor);
-    for (size_t i = 0; i < dm->pods.n; i++) {
-        const struct exporter_pod_ref *r = &dm->pods.v[i];
-        bool match;
-        if (r->device && dv->mig >= 0)
-            match = strcmp(r->device, g->migs[dv->mig].uuid) == 0 ||
-                    (strcmp(r->device, name) == 0 && r->gi == (int)g->migs[dv->mig].gi_id);
-        else if (r->device)
-            match =
-                r->gi < 0 &&
-                (strcmp(r->device, g->uuid) == 0 ||
-                 (dm->o->gpu_id_type == EXPORTER_ID_DEVICE_NAME && strcmp(r->device, name) == 0));
-        else
-            match = dv->mig < 0 && strcmp(r->driver, "gpu.nvidia.com") == 0 &&
-                    strcmp(r->dra_device, dra_name) == 0;
-        if (!match)
-            continue;
-        size_t n = 0;
-        out[n++] = (struct exporter_label){"pod", r->pod};
-        out[n++] = (struct exporter_label){"namespace", r->namespace_};
-        out[n++] = (struct exporter_label){"container", r->container};
-        if (!r->device) {
-            out[n++] = (struct exporter_label){"dra_claim_name", r->claim_name};
-            out[n++] = (struct exporter_label){"dra_claim_namespace", r->claim_namespace};
-            out[n++] = (struct exporter_label){"dra_driver_name", r->driver};
-            out[n++] = (struct exporter_label){"dra_pool_name", r->pool};
-            out[n++] = (struct exporter_label){"dra_device_name", r->dra_device};
-        }
-        return n;
-    }
-    return 0;
+    if (r->device && dv->mig >= 0)
+        return strcmp(r->device, g->migs[dv->mig].uuid) == 0 ||
+               (strcmp(r->device, name) == 0 && r->gi == (int)g->migs[dv->mig].gi_id);
+    if (r->device)
+        return r->gi < 0 &&
+               (strcmp(r->device, g->uuid) == 0 ||
+                (dm->o->gpu_id_type == EXPORTER_ID_DEVICE_NAME && strcmp(r->device, name) == 0));
+    return dv->mig < 0 && strcmp(r->driver, "gpu.nvidia.com") == 0 &&
+           strcmp(r->dra_device, dra_name) == 0;
 }
 
-#define MAX_LABELS 8
+#define MAX_LABELS 10
+
+/* A series' Kubernetes labels from entry r; vgpu (a buffer for the number) with virtual GPUs. */
+static size_t ref_labels(const struct exporter_pod_ref *r, char *vgpu, size_t vgpu_size,
+                         struct exporter_label *out)
+{
+    size_t n = 0;
+    out[n++] = (struct exporter_label){"pod", r->pod};
+    out[n++] = (struct exporter_label){"namespace", r->namespace_};
+    out[n++] = (struct exporter_label){"container", r->container};
+    if (vgpu && r->vgpu >= 0) {
+        snprintf(vgpu, vgpu_size, "%d", r->vgpu);
+        out[n++] = (struct exporter_label){"vgpu", vgpu};
+    }
+    if (!r->device) {
+        out[n++] = (struct exporter_label){"dra_claim_name", r->claim_name};
+        out[n++] = (struct exporter_label){"dra_claim_namespace", r->claim_namespace};
+        out[n++] = (struct exporter_label){"dra_driver_name", r->driver};
+        out[n++] = (struct exporter_label){"dra_pool_name", r->pool};
+        out[n++] = (struct exporter_label){"dra_device_name", r->dra_device};
+    }
+    return n;
+}
+
+/* The series being built for one snapshot, with room for their labels. */
+struct series_buf {
+    struct exporter_series *v;
+    struct exporter_label *labels; /* MAX_LABELS per series */
+    char (*vgpu)[12];
+    size_t n, cap;
+};
+
+static struct exporter_series *series_add(struct series_buf *b, const struct daemon *dm,
+                                          const struct dev *dv)
+{
+    const struct gpu_device *g = &dm->inv->devices[dv->gpu];
+    struct exporter_series *s = &b->v[b->n];
+    *s = (struct exporter_series){
+        .gpu = (unsigned)dv->gpu,
+        .uuid = g->uuid,
+        .pci_bus_id = g->pci_bus_id,
+        .model_name = g->name,
+        .mig_profile = dv->mig >= 0 ? g->migs[dv->mig].profile : NULL,
+        .gpu_instance_id = dv->mig >= 0 ? g->migs[dv->mig].gi_id : 0,
+        .sample = dv->sample,
+        .have_xid = true,
+        .last_xid = dm->last_xid[dv->gpu],
+        .labels = &b->labels[b->n * MAX_LABELS],
+    };
+    b->n++;
+    return s;
+}
+
+/* One series per device, labelled with the first pod using it; with --kubernetes-virtual-gpus one
+ * per pod sharing it (vgpu = the replica), as dcgm-exporter does. */
+static void add_device_series(struct series_buf *b, const struct daemon *dm, const struct dev *dv)
+{
+    bool any = false;
+    for (size_t i = 0; i < dm->pods.n && b->n < b->cap; i++) {
+        const struct exporter_pod_ref *r = &dm->pods.v[i];
+        if (!ref_matches(dm, dv, r))
+            continue;
+        size_t k = b->n;
+        struct exporter_series *s = series_add(b, dm, dv);
+        s->n_labels = ref_labels(r, dm->o->virtual_gpus ? b->vgpu[k] : NULL, sizeof(b->vgpu[k]),
+                                 &b->labels[k * MAX_LABELS]);
+        any = true;
+        if (!dm->o->virtual_gpus)
+            return;
+    }
+    if (!any && b->n < b->cap)
+        series_add(b, dm, dv);
+}
 
 static int render(struct daemon *dm)
 {
-    _cleanup_free_ struct exporter_series *series = calloc(dm->n_devs + 1, sizeof(*series));
-    _cleanup_free_ struct exporter_label *labels =
-        calloc((dm->n_devs + 1) * MAX_LABELS, sizeof(*labels));
+    struct series_buf b = {.cap = dm->n_devs + dm->pods.n + 1};
+    _cleanup_free_ struct exporter_series *series = b.v = calloc(b.cap, sizeof(*b.v));
+    _cleanup_free_ struct exporter_label *labels = b.labels =
+        calloc(b.cap * MAX_LABELS, sizeof(*b.labels));
+    _cleanup_free_ char(*vgpu)[12] = b.vgpu = calloc(b.cap, sizeof(*b.vgpu));
     struct strbuf out = STRBUF_INIT;
-    size_t n = 0;
-    if (!series || !labels)
+    if (!series || !labels || !vgpu)
         return -ENOMEM;
-    for (size_t i = 0; i < dm->n_devs; i++) {
-        const struct dev *dv = &dm->devs[i];
-        const struct gpu_device *g = &dm->inv->devices[dv->gpu];
-        if (!dv->ok)
-            continue;
-        struct exporter_series *s = &series[n++];
-        *s = (struct exporter_series){
-            .gpu = (unsigned)dv->gpu,
-            .uuid = g->uuid,
-            .pci_bus_id = g->pci_bus_id,
-            .model_name = g->name,
-            .mig_profile = dv->mig >= 0 ? g->migs[dv->mig].profile : NULL,
-            .gpu_instance_id = dv->mig >= 0 ? g->migs[dv->mig].gi_id : 0,
-            .sample = dv->sample,
-            .have_xid = true,
-            .last_xid = dm->last_xid[dv->gpu],
-            .labels = &labels[i * MAX_LABELS],
-        };
-        s->n_labels = pod_labels(dm, dv, &labels[i * MAX_LABELS]);
-    }
+    for (size_t i = 0; i < dm->n_devs; i++)
+        if (dm->devs[i].ok)
+            add_device_series(&b, dm, &dm->devs[i]);
     const struct exporter_snapshot snap = {
-        .series = series, .n = n, .driver_version = dm->inv->driver_version};
+        .series = b.v, .n = b.n, .driver_version = dm->inv->driver_version};
     const struct exporter_render_options ro = {
         .hostname = dm->o->no_hostname ? NULL : dm->o->hostname,
         .use_old_namespace = dm->o->use_old_namespace,

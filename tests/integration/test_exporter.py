@@ -247,3 +247,32 @@ def test_tls_from_the_web_config(exporters, tmp_path):
 def http_client_errors():
     import http.client
     return http.client.HTTPException
+
+
+@pytest.mark.parametrize("virtual", [False, True])
+def test_shared_gpu_pods(exporters, virtual):
+    import podresources_emu as pre
+    sock_dir = pathlib.Path(tempfile.mkdtemp(prefix="pr-"))
+    kubelet = pre.PodResourcesEmulator(sock_dir / "kubelet.sock").start()
+    try:
+        args = ["--mock", "pcie-t4", "-c", "100", "-k", "--pod-resources-kubelet-socket", kubelet.socket]
+        e = exporters(*args, *(["--kubernetes-virtual-gpus"] if virtual else []))
+        uuid = series(e.scrape()[1], "DCGM_FI_DEV_GPU_UTIL")["1"][0]["UUID"]
+        kubelet.set_pod("a", "p0", {"c": {"devices": {"nvidia.com/gpu": [f"{uuid}::0"]}}})
+        kubelet.set_pod("b", "p1", {"c": {"devices": {"nvidia.com/gpu": [f"{uuid}::1"]}}})
+
+        def gpu1():
+            lines = [l for l in e.scrape()[1].splitlines()
+                     if l.startswith('DCGM_FI_DEV_GPU_UTIL{gpu="1"') and 'pod="' in l]
+            return lines if lines else None
+        lines = wait_until(gpu1, what="pods on GPU 1")
+        if virtual:
+            lines = wait_until(lambda: (l := gpu1()) and len(l) == 2 and l, what="two pods on GPU 1")
+            assert 'pod="p0"' in lines[0] and 'vgpu="0"' in lines[0]
+            assert 'pod="p1"' in lines[1] and 'vgpu="1"' in lines[1]
+        else:
+            assert len(lines) == 1 and 'pod="p0"' in lines[0] and "vgpu" not in lines[0]
+        assert sum(l.startswith("DCGM_FI_DEV_GPU_UTIL{") for l in e.scrape()[1].splitlines()) == (5 if virtual else 4)
+    finally:
+        kubelet.stop()
+        sock_dir.rmdir()
