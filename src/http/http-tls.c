@@ -29,44 +29,11 @@ struct http_tls_conn {
     SSL *ssl;
 };
 
-static int fail_ossl(struct diag *d, const char *what)
-{
-    char why[256];
-    ossl_errors(why, sizeof(why));
-    return diag_fail(d, -EINVAL, "%s: %s", what, why);
-}
-
-/* The certificate (then its chain) and the key from PEM in memory (the inline cert and key). */
-static int identity_pem(SSL_CTX *ctx, const char *cert, const char *key, struct diag *d)
-{
-    BIO *bio = ossl.BIO_new_mem_buf(cert, (int)strlen(cert));
-    if (!bio)
-        return -ENOMEM;
-    X509 *x = ossl.PEM_read_bio_X509(bio, NULL, NULL, NULL);
-    int ok = x && ossl.SSL_CTX_use_certificate(ctx, x);
-    if (x)
-        ossl.X509_free(x);
-    while (ok && (x = ossl.PEM_read_bio_X509(bio, NULL, NULL, NULL))) /* the context takes x */
-        ok = ossl.SSL_CTX_ctrl(ctx, SSL_CTRL_CHAIN_CERT, 0, x) == 1;
-    ossl.BIO_free(bio);
-    if (!ok)
-        return fail_ossl(d, "tls_server_config.cert");
-    ossl.ERR_clear_error(); /* the end of the bundle reads as an error */
-    bio = ossl.BIO_new_mem_buf(key, (int)strlen(key));
-    if (!bio)
-        return -ENOMEM;
-    EVP_PKEY *k = ossl.PEM_read_bio_PrivateKey(bio, NULL, NULL, NULL);
-    ok = k && ossl.SSL_CTX_use_PrivateKey(ctx, k);
-    if (k)
-        ossl.EVP_PKEY_free(k);
-    ossl.BIO_free(bio);
-    return ok ? 0 : fail_ossl(d, "tls_server_config.key");
-}
-
 static int set_identity(SSL_CTX *ctx, const struct http_web_tls *cfg, struct diag *d)
 {
     if (cfg->cert_pem && cfg->key_pem) {
-        int r = identity_pem(ctx, cfg->cert_pem, cfg->key_pem, d);
+        int r = ossl_use_identity_pem(ctx, cfg->cert_pem, cfg->key_pem, "tls_server_config.cert",
+                                      "tls_server_config.key", d);
         if (r < 0)
             return r;
     } else {
@@ -74,12 +41,12 @@ static int set_identity(SSL_CTX *ctx, const struct http_web_tls *cfg, struct dia
             return diag_fail(d, -EINVAL,
                              "tls_server_config: give cert and key inline, or both as files");
         if (!ossl.SSL_CTX_use_certificate_chain_file(ctx, cfg->cert_file))
-            return fail_ossl(d, cfg->cert_file);
+            return ossl_fail(d, cfg->cert_file);
         if (!ossl.SSL_CTX_use_PrivateKey_file(ctx, cfg->key_file, SSL_FILETYPE_PEM))
-            return fail_ossl(d, cfg->key_file);
+            return ossl_fail(d, cfg->key_file);
     }
     if (!ossl.SSL_CTX_check_private_key(ctx))
-        return fail_ossl(d, "tls_server_config: certificate and key do not match");
+        return ossl_fail(d, "tls_server_config: certificate and key do not match");
     return 0;
 }
 
@@ -96,10 +63,10 @@ static int set_client_auth(SSL_CTX *ctx, const struct http_web_tls *cfg, struct 
 {
     if (cfg->client_ca_file) {
         if (!ossl.SSL_CTX_load_verify_locations(ctx, cfg->client_ca_file, NULL))
-            return fail_ossl(d, cfg->client_ca_file);
+            return ossl_fail(d, cfg->client_ca_file);
         STACK_OF(X509_NAME) *names = ossl.SSL_load_client_CA_file(cfg->client_ca_file);
         if (!names)
-            return fail_ossl(d, cfg->client_ca_file);
+            return ossl_fail(d, cfg->client_ca_file);
         ossl.SSL_CTX_set_client_CA_list(ctx, names); /* takes names */
     }
     switch (cfg->client_auth) {
@@ -143,7 +110,7 @@ int http_tls_new(const struct http_web_tls *cfg, struct diag *d, struct http_tls
         return -ENOMEM;
     t->ctx = ossl.SSL_CTX_new(ossl.TLS_server_method());
     if (!t->ctx)
-        return fail_ossl(d, "TLS context");
+        return ossl_fail(d, "TLS context");
     ossl.SSL_CTX_ctrl(t->ctx, SSL_CTRL_SET_MIN_PROTO_VERSION, cfg->min_version, NULL);
     if (cfg->max_version)
         ossl.SSL_CTX_ctrl(t->ctx, SSL_CTRL_SET_MAX_PROTO_VERSION, cfg->max_version, NULL);

@@ -26,13 +26,6 @@ struct kube_tls_conn {
     char host[256];
 };
 
-static int fail_ossl(struct diag *d, const char *what)
-{
-    char why[256];
-    ossl_errors(why, sizeof(why));
-    return diag_fail(d, -EINVAL, "%s: %s", what, why);
-}
-
 static BIO *pem_bio(const char *pem)
 {
     return ossl.BIO_new_mem_buf(pem, (int)strlen(pem));
@@ -52,40 +45,13 @@ static int trust_pem(SSL_CTX *ctx, const char *pem, struct diag *d)
         ossl.X509_free(x);
         if (!ok) {
             ossl.BIO_free(bio);
-            return fail_ossl(d, "certificate-authority-data");
+            return ossl_fail(d, "certificate-authority-data");
         }
         n++;
     }
     ossl.ERR_clear_error(); /* the end of the bundle reads as an error */
     ossl.BIO_free(bio);
     return n ? 0 : diag_fail(d, -EINVAL, "certificate-authority-data holds no certificate");
-}
-
-/* The client certificate (then its chain) and key from PEM in memory. */
-static int identity_pem(SSL_CTX *ctx, const char *cert, const char *key, struct diag *d)
-{
-    BIO *bio = pem_bio(cert);
-    if (!bio)
-        return -ENOMEM;
-    X509 *x = ossl.PEM_read_bio_X509(bio, NULL, NULL, NULL);
-    int ok = x && ossl.SSL_CTX_use_certificate(ctx, x);
-    if (x)
-        ossl.X509_free(x);
-    while (ok && (x = ossl.PEM_read_bio_X509(bio, NULL, NULL, NULL))) /* takes x */
-        ok = ossl.SSL_CTX_ctrl(ctx, SSL_CTRL_CHAIN_CERT, 0, x) == 1;
-    ossl.BIO_free(bio);
-    if (!ok)
-        return fail_ossl(d, "client-certificate-data");
-    ossl.ERR_clear_error();
-    bio = pem_bio(key);
-    if (!bio)
-        return -ENOMEM;
-    EVP_PKEY *k = ossl.PEM_read_bio_PrivateKey(bio, NULL, NULL, NULL);
-    ok = k && ossl.SSL_CTX_use_PrivateKey(ctx, k);
-    if (k)
-        ossl.EVP_PKEY_free(k);
-    ossl.BIO_free(bio);
-    return ok ? 0 : fail_ossl(d, "client-key-data");
 }
 
 static int set_trust(SSL_CTX *ctx, const struct kube_config *cfg, struct diag *d)
@@ -100,20 +66,21 @@ static int set_trust(SSL_CTX *ctx, const struct kube_config *cfg, struct diag *d
     if (cfg->ca_file)
         return ossl.SSL_CTX_load_verify_locations(ctx, cfg->ca_file, NULL)
                    ? 0
-                   : fail_ossl(d, cfg->ca_file);
-    return ossl.SSL_CTX_set_default_verify_paths(ctx) ? 0 : fail_ossl(d, "system CA store");
+                   : ossl_fail(d, cfg->ca_file);
+    return ossl.SSL_CTX_set_default_verify_paths(ctx) ? 0 : ossl_fail(d, "system CA store");
 }
 
 static int set_identity(SSL_CTX *ctx, const struct kube_config *cfg, struct diag *d)
 {
     if (cfg->cert_pem && cfg->key_pem)
-        return identity_pem(ctx, cfg->cert_pem, cfg->key_pem, d);
+        return ossl_use_identity_pem(ctx, cfg->cert_pem, cfg->key_pem, "client-certificate-data",
+                                     "client-key-data", d);
     if (cfg->cert_file && !ossl.SSL_CTX_use_certificate_chain_file(ctx, cfg->cert_file))
-        return fail_ossl(d, cfg->cert_file);
+        return ossl_fail(d, cfg->cert_file);
     if (cfg->key_file && !ossl.SSL_CTX_use_PrivateKey_file(ctx, cfg->key_file, SSL_FILETYPE_PEM))
-        return fail_ossl(d, cfg->key_file);
+        return ossl_fail(d, cfg->key_file);
     if ((cfg->cert_pem || cfg->cert_file) && !ossl.SSL_CTX_check_private_key(ctx))
-        return fail_ossl(d, "client certificate and key do not match");
+        return ossl_fail(d, "client certificate and key do not match");
     return 0;
 }
 
@@ -138,7 +105,7 @@ int kube_tls_new(const struct kube_config *cfg, struct diag *d, struct kube_tls 
         return -ENOMEM;
     t->ctx = ossl.SSL_CTX_new(ossl.TLS_client_method());
     if (!t->ctx)
-        return fail_ossl(d, "TLS context");
+        return ossl_fail(d, "TLS context");
     ossl.SSL_CTX_ctrl(t->ctx, SSL_CTRL_SET_MIN_PROTO_VERSION, TLS1_2_VERSION, NULL);
     /* Idle connections give their 34 KiB of record buffers back. */
     ossl.SSL_CTX_ctrl(t->ctx, SSL_CTRL_MODE,
@@ -182,7 +149,7 @@ int kube_tls_conn_new(struct kube_tls *t, int fd, const char *host, struct diag 
     snprintf(tc->host, sizeof(tc->host), "%s", host);
     tc->ssl = ossl.SSL_new(t->ctx);
     if (!tc->ssl || !ossl.SSL_set_fd(tc->ssl, fd))
-        return fail_ossl(d, "TLS connection");
+        return ossl_fail(d, "TLS connection");
     int ok;
     if (is_ip(host)) /* no SNI for addresses (RFC 6066); the certificate must name the IP */
         ok = ossl.X509_VERIFY_PARAM_set1_ip_asc(ossl.SSL_get0_param(tc->ssl), host);
@@ -191,7 +158,7 @@ int kube_tls_conn_new(struct kube_tls *t, int fd, const char *host, struct diag 
                            (void *)host) &&
              ossl.SSL_set1_host(tc->ssl, host);
     if (!ok)
-        return fail_ossl(d, "TLS server name");
+        return ossl_fail(d, "TLS server name");
     *ret = TAKE_PTR(tc);
     return 0;
 }

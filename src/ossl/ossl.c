@@ -2,8 +2,10 @@
 /*
  * The OpenSSL table (ossl.h) and its loading: one struct dlib, pinned at first use.
  */
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "base-dlib.h"
 #include "ossl.h"
@@ -92,4 +94,38 @@ void ossl_errors(char *buf, size_t n)
     }
     ossl.ERR_error_string_n(e, buf, n);
     ossl.ERR_clear_error();
+}
+
+int ossl_fail(struct diag *d, const char *what)
+{
+    char why[256];
+    ossl_errors(why, sizeof(why));
+    return diag_fail(d, -EINVAL, "%s: %s", what, why);
+}
+
+int ossl_use_identity_pem(SSL_CTX *ctx, const char *cert, const char *key, const char *cert_what,
+                          const char *key_what, struct diag *d)
+{
+    BIO *bio = ossl.BIO_new_mem_buf(cert, (int)strlen(cert));
+    if (!bio)
+        return -ENOMEM;
+    X509 *x = ossl.PEM_read_bio_X509(bio, NULL, NULL, NULL);
+    int ok = x && ossl.SSL_CTX_use_certificate(ctx, x);
+    if (x)
+        ossl.X509_free(x);
+    while (ok && (x = ossl.PEM_read_bio_X509(bio, NULL, NULL, NULL))) /* the context takes x */
+        ok = ossl.SSL_CTX_ctrl(ctx, SSL_CTRL_CHAIN_CERT, 0, x) == 1;
+    ossl.BIO_free(bio);
+    if (!ok)
+        return ossl_fail(d, cert_what);
+    ossl.ERR_clear_error(); /* the end of the bundle reads as an error */
+    bio = ossl.BIO_new_mem_buf(key, (int)strlen(key));
+    if (!bio)
+        return -ENOMEM;
+    EVP_PKEY *k = ossl.PEM_read_bio_PrivateKey(bio, NULL, NULL, NULL);
+    ok = k && ossl.SSL_CTX_use_PrivateKey(ctx, k);
+    if (k)
+        ossl.EVP_PKEY_free(k);
+    ossl.BIO_free(bio);
+    return ok ? 0 : ossl_fail(d, key_what);
 }

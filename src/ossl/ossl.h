@@ -84,3 +84,11 @@ bool ossl_loaded(void);
 /* OpenSSL's queued errors as one line (the first is the cause; "unknown TLS error" when none), the
  * queue emptied. */
 void ossl_errors(char *buf, size_t n);
+
+/* Fails d with "<what>: <OpenSSL's errors>" (-EINVAL), the error queue emptied. */
+int ossl_fail(struct diag *d, const char *what);
+
+/* Puts a certificate (then its chain) and its key from PEM text into ctx, as a client identity or
+ * a server's; cert_what and key_what name them in messages. */
+_wur_ int ossl_use_identity_pem(SSL_CTX *ctx, const char *cert, const char *key,
+                                const char *cert_what, const char *key_what, struct diag *d);
