@@ -66,30 +66,44 @@ struct daemon {
 
 /* ---- devices ---- */
 
-/* The full GPUs, and a GPU in MIG mode as its GPU instances. */
+/* The GPU instances of GPU i wanted by sel (the first MIG device of each: compute instances of one
+ * GPU instance share a series), appended to dm->devs. */
+static void add_instances(struct daemon *dm, size_t i, const struct exporter_devices *sel)
+{
+    const struct gpu_device *g = &dm->inv->devices[i];
+    for (size_t m = 0; m < g->n_migs; m++) {
+        bool seen = false;
+        for (size_t k = 0; k < m; k++)
+            seen |= g->migs[k].gi_id == g->migs[m].gi_id;
+        if (!seen && (sel->kind != 'i' || exporter_devices_has(sel, g->migs[m].gi_id)))
+            dm->devs[dm->n_devs++] = (struct dev){.gpu = i, .mig = (int)m};
+    }
+}
+
+/* The series --devices asks for, as dcgm-exporter's -d: f (the default) GPUs, a GPU in MIG mode as
+ * its GPU instances; g GPUs only; i GPU instances only. */
 static int list_devices(struct daemon *dm)
 {
     const struct gpu_inventory *inv = dm->inv;
+    struct exporter_devices sel;
     size_t n = 0;
+    if (exporter_devices_parse(dm->o->devices, &sel) < 0) /* checked with the options */
+        return -EINVAL;
     for (size_t i = 0; i < inv->n_devices; i++)
-        n += inv->devices[i].mig_enabled ? inv->devices[i].n_migs : 1;
+        n += inv->devices[i].n_migs + 1;
     dm->devs = calloc(n ? n : 1, sizeof(*dm->devs));
     dm->work = calloc(n ? n : 1, sizeof(*dm->work));
     if (!dm->devs || !dm->work)
         return -ENOMEM;
     for (size_t i = 0; i < inv->n_devices; i++) {
         const struct gpu_device *g = &inv->devices[i];
-        if (!g->mig_enabled) {
-            dm->devs[dm->n_devs++] = (struct dev){.gpu = i, .mig = -1};
+        bool mig = g->mig_enabled && g->n_migs > 0;
+        if (sel.kind != 'i' && !exporter_devices_has(&sel, (unsigned)i))
             continue;
-        }
-        for (size_t m = 0; m < g->n_migs; m++) {
-            bool seen = false; /* compute instances of one GPU instance: one series */
-            for (size_t k = 0; k < m; k++)
-                seen |= g->migs[k].gi_id == g->migs[m].gi_id;
-            if (!seen)
-                dm->devs[dm->n_devs++] = (struct dev){.gpu = i, .mig = (int)m};
-        }
+        if (sel.kind == 'g' || (sel.kind == 'f' && !mig))
+            dm->devs[dm->n_devs++] = (struct dev){.gpu = i, .mig = -1};
+        else if (mig)
+            add_instances(dm, i, &sel);
     }
     return 0;
 }

@@ -267,17 +267,62 @@ static int apply(const struct opt *opt, struct exporter_options *o, const char *
     return r;
 }
 
-/* A devices spec as dcgm-exporter takes it: f, g or i, then optionally ":" and indexes/ranges. */
+/* One id or range "a-b" of a --devices list into sel. */
+static int devices_range(const char *s, size_t n, struct exporter_devices *sel)
+{
+    char buf[16];
+    char *dash, *end;
+    if (n == 0 || n >= sizeof(buf))
+        return -EINVAL;
+    memcpy(buf, s, n);
+    buf[n] = '\0';
+    dash = strchr(buf, '-');
+    unsigned long lo = strtoul(buf, &end, 10), hi = lo;
+    if (end == buf || (dash ? end != dash : *end))
+        return -EINVAL;
+    if (dash) {
+        hi = strtoul(dash + 1, &end, 10);
+        if (end == dash + 1 || *end || hi < lo)
+            return -EINVAL;
+    }
+    if (hi >= EXPORTER_DEVICE_IDS_MAX)
+        return -EINVAL;
+    for (unsigned long i = lo; i <= hi; i++)
+        sel->ids[i] = true;
+    return 0;
+}
+
+int exporter_devices_parse(const char *spec, struct exporter_devices *ret)
+{
+    struct exporter_devices sel = {.kind = spec[0], .all = spec[1] == '\0'};
+    if ((sel.kind != 'f' && sel.kind != 'g' && sel.kind != 'i') || (!sel.all && spec[1] != ':'))
+        return -EINVAL;
+    for (const char *p = spec + 2; !sel.all;) {
+        size_t n = strcspn(p, ",");
+        if (devices_range(p, n, &sel) < 0)
+            return -EINVAL;
+        if (!p[n])
+            break;
+        p += n + 1;
+    }
+    *ret = sel;
+    return 0;
+}
+
+bool exporter_devices_has(const struct exporter_devices *sel, unsigned id)
+{
+    return sel->all || (id < EXPORTER_DEVICE_IDS_MAX && sel->ids[id]);
+}
+
 static int check_devices(const char *s, struct diag *d)
 {
-    bool ok =
-        (s[0] == 'f' || s[0] == 'g' || s[0] == 'i') &&
-        (s[1] == '\0' || (s[1] == ':' && s[2] && strspn(s + 2, "0123456789,-") == strlen(s + 2)));
-    return ok ? 0
-              : diag_fail(d, -EINVAL,
-                          "--devices: invalid value \"%s\": want f, g or i, optionally with "
-                          ":index[,index-index...] (see 'gpuplane " EXPORTER_COMMAND " --help')",
-                          s);
+    struct exporter_devices sel;
+    return exporter_devices_parse(s, &sel) == 0
+               ? 0
+               : diag_fail(d, -EINVAL,
+                           "--devices: invalid value \"%s\": want f, g or i, optionally with "
+                           ":id[,id-id...] (see 'gpuplane " EXPORTER_COMMAND " --help')",
+                           s);
 }
 
 /* ---- sources ---- */

@@ -53,6 +53,20 @@ struct exporter_options {
     bool systemd_socket;       /* --web-systemd-socket */
 };
 
+/* A parsed --devices spec: which entities are exported, and which ids when listed. */
+#define EXPORTER_DEVICE_IDS_MAX 1024
+struct exporter_devices {
+    char
+        kind; /* 'f': GPUs, and a GPU in MIG mode as its GPU instances; 'g': GPUs; 'i': instances */
+    bool all; /* no id list */
+    bool ids[EXPORTER_DEVICE_IDS_MAX]; /* GPU indexes ('f', 'g') or GPU instance ids ('i') */
+};
+
+/* Parses a --devices spec: f, g or i, optionally ":" and ids or ranges ("g:0,2-3"). -EINVAL on
+ * anything else (ids past EXPORTER_DEVICE_IDS_MAX included). */
+_wur_ int exporter_devices_parse(const char *spec, struct exporter_devices *ret);
+bool exporter_devices_has(const struct exporter_devices *sel, unsigned id);
+
 void exporter_options_init(struct exporter_options *o);
 void exporter_options_release(struct exporter_options *o);
 /* Defaults, then the environment, then the flags. -EINVAL with the reason in d (ending with the

@@ -162,6 +162,18 @@ def test_mig_devices_are_their_own_series(exporters):
 
 
 @pytest.mark.skipif(prom.available() is not None, reason=str(prom.available()))
+@pytest.mark.parametrize("spec,want", [("f", ["0/10", "0/2", "0/3", "0/9", "1/1", "1/2", "2", "3"]),
+                                       ("g", ["0", "1", "2", "3"]), ("g:1,3", ["1", "3"]),
+                                       ("f:0", ["0/10", "0/2", "0/3", "0/9"]), ("i:2", ["0/2", "1/2"])])
+def test_devices_select_the_series(gp, exporters, spec, want):
+    """-d as dcgm-exporter's: a100-mig's GPUs 0 (GPU instances 2, 3, 9, 10) and 1 (1, 2) are in MIG
+    mode, 2 and 3 are not."""
+    e = exporters("--mock", "a100-mig", "-d", spec)
+    got = sorted(series(e.scrape()[1], "DCGM_FI_DEV_FB_USED"))
+    assert got == want, got
+
+
+@pytest.mark.skipif(prom.available() is not None, reason=str(prom.available()))
 def test_prometheus_scrapes_and_queries(exporters, tmp_path):
     import podresources_emu as pre
     sock_dir = pathlib.Path(tempfile.mkdtemp(prefix="pr-"))

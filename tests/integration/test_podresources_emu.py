@@ -24,7 +24,7 @@ def emu():
     d.rmdir()
 
 
-def stub(emu):
+def client(emu):
     ch = grpc.insecure_channel(f"unix:{emu.socket}", options=[("grpc.use_local_subchannel_pool", 1)])
     return ch, pre.pb_grpc.PodResourcesListerStub(ch)
 
@@ -33,7 +33,7 @@ def test_list_and_get(emu):
     emu.set_pod("ml", "job-0", {"trainer": {"devices": {"nvidia.com/gpu": ["GPU-a::0", "GPU-b::1"]}},
                                 "sidecar": {"claims": [{"name": "c", "namespace": "ml", "driver": "gpu.nvidia.com",
                                                         "pool": "n1", "device": "gpu-3"}]}})
-    ch, s = stub(emu)
+    ch, s = client(emu)
     try:
         r = s.List(pre.pb.ListPodResourcesRequest(), timeout=5)
         assert [p.name for p in r.pod_resources] == ["job-0"]
@@ -56,7 +56,7 @@ def test_down_and_back(emu):
     emu.stop()
     assert not emu.socket.exists()
     emu.start()
-    ch, s = stub(emu)
+    ch, s = client(emu)
     try:
         assert s.List(pre.pb.ListPodResourcesRequest(), timeout=5) is not None
     finally:

@@ -135,13 +135,31 @@ static void test_dcgm_only_reported(void **state)
     clear_env();
 }
 
+static void test_devices(void **state)
+{
+    struct exporter_devices sel;
+    assert_int_equal(exporter_devices_parse("f", &sel), 0);
+    assert_true(sel.kind == 'f' && sel.all && exporter_devices_has(&sel, 1023));
+    assert_int_equal(exporter_devices_parse("g:0,2-3", &sel), 0);
+    assert_true(sel.kind == 'g' && !sel.all);
+    assert_true(exporter_devices_has(&sel, 0) && exporter_devices_has(&sel, 2) &&
+                exporter_devices_has(&sel, 3));
+    assert_false(exporter_devices_has(&sel, 1) || exporter_devices_has(&sel, 4) ||
+                 exporter_devices_has(&sel, 5000));
+    assert_int_equal(exporter_devices_parse("i:7", &sel), 0);
+    assert_true(sel.kind == 'i' && exporter_devices_has(&sel, 7) && !exporter_devices_has(&sel, 6));
+    static const char *const bad[] = {"x",    "f:",  "g:1,",   "g:3-1", "g:1-",
+                                      "g:-1", "g:a", "g:1024", "g0",    "i:1,,2"};
+    for (size_t i = 0; i < ARRAY_SIZE(bad); i++)
+        assert_int_equal(exporter_devices_parse(bad[i], &sel), -EINVAL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_defaults),
-        cmocka_unit_test(test_flags_and_env),
-        cmocka_unit_test(test_bad_values),
-        cmocka_unit_test(test_dcgm_only_reported),
+        cmocka_unit_test(test_defaults),   cmocka_unit_test(test_flags_and_env),
+        cmocka_unit_test(test_bad_values), cmocka_unit_test(test_dcgm_only_reported),
+        cmocka_unit_test(test_devices),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
