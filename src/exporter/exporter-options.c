@@ -168,7 +168,9 @@ static const struct opt OPTS[] = {
      K_STRING,
      OFF(devices),
      "SPEC",
-     "which devices: f (all), g (GPUs), i (GPU instances), optionally :index,...",
+     "which devices: f (GPUs; one in MIG mode as its GPU instances), g (GPUs), i (GPU\n"
+     "                          instances); :ids picks GPU indexes (instance ids for i), e.g. "
+     "g:0,2-3",
      false},
     {{"remote-hostengine-info", "r", 'r', DP_ARG_VALUE},
      "DCGM_REMOTE_HOSTENGINE_INFO",
