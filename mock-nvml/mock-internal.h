@@ -114,6 +114,7 @@ struct mock_telemetry {
     unsigned remap_corr, remap_unc;
     bool remap_pending, remap_failure;
     int vgpu_license; /* -1: not a vGPU guest; 0 unlicensed; 1 licensed */
+    int clock_events; /* clock event reason bits; -1: GpuIdle while gpu_util is 0, else none */
     /* Time integrals, settled whenever a rate changes: energy (mJ) and NVLink data per link and
      * direction (KiB) up to `settled` seconds after the node was loaded. */
     double settled;

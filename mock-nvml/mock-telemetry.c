@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Telemetry: clocks, temperatures, power and energy, utilisation, memory, field values (memory
- * temperature, PCIe replays, NVLink throughput), remapped rows, the vGPU licence, PCIe throughput
- * and GPM, answered from the profile's `telemetry` mapping and moved by time and by event lines.
+ * temperature, PCIe replays, NVLink throughput), remapped rows, the vGPU licence, PCIe throughput,
+ * clock event reasons and GPM, answered from the profile's `telemetry` mapping and moved by time
+ * and by event lines.
  *
  * Values must move, or an exporter's tests prove nothing about rates and counters, and must be
  * predictable, or the tests cannot assert anything. So every gauge is its profile (or event) value
@@ -12,7 +13,6 @@
  * curve (in closed form), NVLink data grows at the configured rate per link. When an event changes
  * a rate, the integrals are settled up to that moment first, so counters never step back.
  */
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +28,9 @@
 #define TEMP_SWING 2.0   /* degrees */
 #define PCIE_SWING 0.10  /* fraction */
 #define MIB 1048576ULL
+#define PI 3.14159265358979323846
+#define CLOCK_EVENTS_ALL 0x1FFu /* every nvmlClocksEventReason bit */
+#define CLOCK_EVENT_GPU_IDLE 0x1u
 
 static uint64_t now_ns(void)
 {
@@ -51,14 +54,42 @@ double mock_elapsed(void)
     return (double)(now - mock.node->loaded_ns) / 1e9;
 }
 
+/*
+ * sin and cos without libm: the library then needs no more than the daemons that load it, so their
+ * memory figures do not pay for the stand-in. Reduced to [-pi, pi], then Taylor to x^21: off by
+ * less than 1e-8, far below what any answer shows.
+ */
+static double sine(double x)
+{
+    double k = x / (2.0 * PI);
+    x -= 2.0 * PI * (double)(long long)(k + (k >= 0 ? 0.5 : -0.5));
+    double term = x, sum = x;
+    for (int n = 1; n <= 10; n++) {
+        term *= -x * x / (double)((2 * n) * (2 * n + 1));
+        sum += term;
+    }
+    return sum;
+}
+
+static double cosine(double x)
+{
+    return sine(x + PI / 2.0);
+}
+
+/* Half away from zero, as llround. */
+static long long round_ll(double v)
+{
+    return (long long)(v + (v >= 0 ? 0.5 : -0.5));
+}
+
 static double omega(void)
 {
-    return 2.0 * M_PI / WANDER_PERIOD_S;
+    return 2.0 * PI / WANDER_PERIOD_S;
 }
 
 static double wave(const struct mock_gpu *g, double t)
 {
-    return g->tel.wander ? sin(omega() * t + (double)g->index) : 0.0;
+    return g->tel.wander ? sine(omega() * t + (double)g->index) : 0.0;
 }
 
 static double clamp(double v, double lo, double hi)
@@ -68,7 +99,7 @@ static double clamp(double v, double lo, double hi)
 
 static unsigned round_u(double v)
 {
-    return v <= 0 ? 0u : (unsigned)llround(v);
+    return v <= 0 ? 0u : (unsigned)round_ll(v);
 }
 
 static double percent(const struct mock_gpu *g, double base, double t)
@@ -93,7 +124,7 @@ static double joules(const struct mock_gpu *g, double a, double b)
     double e = p * (b - a);
 
     if (g->tel.wander)
-        e += POWER_SWING * p / w * (cos(w * a + phi) - cos(w * b + phi));
+        e += POWER_SWING * p / w * (cosine(w * a + phi) - cosine(w * b + phi));
     return e;
 }
 
@@ -155,6 +186,7 @@ static void telemetry_defaults(struct mock_telemetry *tel)
         .sm_clock = 1000,
         .mem_clock = 1000,
         .vgpu_license = -1,
+        .clock_events = -1,
     };
 }
 
@@ -218,6 +250,7 @@ int mock_read_telemetry(struct loader *L, const json_t *g, struct mock_gpu *gpu)
                                        "pcieReplays",
                                        "remappedRows",
                                        "vgpuLicense",
+                                       "clocksEventReasons",
                                        "wander",
                                        NULL};
     struct mock_telemetry *tel = &gpu->tel;
@@ -239,6 +272,11 @@ int mock_read_telemetry(struct loader *L, const json_t *g, struct mock_gpu *gpu)
     if (r >= 0 && json_object_get(o, "vgpuLicense")) {
         r = mock_read_name(L, o, "vgpuLicense", NULL, licences, ARRAY_SIZE(licences), &licence);
         tel->vgpu_license = (int)licence;
+    }
+    if (r >= 0 && json_object_get(o, "clocksEventReasons")) {
+        unsigned reasons = 0;
+        r = mock_read_uint(L, o, "clocksEventReasons", false, 0, CLOCK_EVENTS_ALL, &reasons);
+        tel->clock_events = (int)reasons;
     }
     if (r >= 0)
         r = doc_get_bool(L->doc, o, "wander", false, true, L->d, &tel->wander);
@@ -338,6 +376,15 @@ static bool telemetry_line(struct mock_gpu *g, const json_t *obj, void (*err)(co
         }
         used = (unsigned long long)json_integer_value(v);
     }
+    v = json_object_get(obj, "clocksEventReasons");
+    if (v) {
+        if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+            json_integer_value(v) > CLOCK_EVENTS_ALL) {
+            err("\"clocksEventReasons\": expected an integer from 0 to 511 (0x1FF)");
+            return false;
+        }
+        next.clock_events = (int)json_integer_value(v);
+    }
     settle(g);
     next.settled = g->tel.settled;
     next.energy_mj = g->tel.energy_mj;
@@ -350,11 +397,25 @@ static bool telemetry_line(struct mock_gpu *g, const json_t *obj, void (*err)(co
 bool mock_telemetry_event(unsigned gpu, const char *type, const json_t *obj,
                           void (*err)(const char *msg))
 {
-    static const char *const telemetry_keys[] = {
-        "gpu",        "type",       "gpuUtil",    "memUtil",     "encUtil",
-        "decUtil",    "tensorUtil", "powerWatts", "temperature", "memoryTemperature",
-        "smClock",    "memClock",   "pcieTxKBps", "pcieRxKBps",  "nvlinkKiBPerSecond",
-        "memoryUsed", "wander",     NULL};
+    static const char *const telemetry_keys[] = {"gpu",
+                                                 "type",
+                                                 "gpuUtil",
+                                                 "memUtil",
+                                                 "encUtil",
+                                                 "decUtil",
+                                                 "tensorUtil",
+                                                 "powerWatts",
+                                                 "temperature",
+                                                 "memoryTemperature",
+                                                 "smClock",
+                                                 "memClock",
+                                                 "pcieTxKBps",
+                                                 "pcieRxKBps",
+                                                 "nvlinkKiBPerSecond",
+                                                 "memoryUsed",
+                                                 "wander",
+                                                 "clocksEventReasons",
+                                                 NULL};
     static const char *const replay_keys[] = {"gpu", "type", "count", NULL};
     static const char *const remap_keys[] = {"gpu",     "type",    "correctable", "uncorrectable",
                                              "pending", "failure", NULL};
@@ -419,6 +480,30 @@ nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t device, nvmlClockType_t type, u
     }
 }
 
+nvmlReturn_t nvmlDeviceGetCurrentClocksEventReasons(nvmlDevice_t device,
+                                                    unsigned long long *clocksEventReasons)
+{
+    MOCK_LOCKED;
+    struct mock_gpu *g;
+    nvmlReturn_t r;
+
+    r = tel_gpu(device, clocksEventReasons != NULL, &g);
+    if (r != NVML_SUCCESS)
+        return r;
+    if (g->tel.clock_events >= 0)
+        *clocksEventReasons = (unsigned long long)g->tel.clock_events;
+    else
+        *clocksEventReasons = g->tel.gpu_util == 0 ? CLOCK_EVENT_GPU_IDLE : 0;
+    return NVML_SUCCESS;
+}
+
+/* The name drivers before 535 export; the same answer. */
+nvmlReturn_t nvmlDeviceGetCurrentClocksThrottleReasons(nvmlDevice_t device,
+                                                       unsigned long long *clocksThrottleReasons)
+{
+    return nvmlDeviceGetCurrentClocksEventReasons(device, clocksThrottleReasons);
+}
+
 nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t device, nvmlTemperatureSensors_t sensorType,
                                       unsigned int *temp)
 {
@@ -448,7 +533,7 @@ nvmlReturn_t nvmlDeviceGetTemperatureV(nvmlDevice_t device, nvmlTemperature_t *t
         return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
     if (t->sensorType != NVML_TEMPERATURE_GPU)
         return NVML_ERROR_INVALID_ARGUMENT;
-    t->temperature = (int)lround(temperature(g, g->tel.temp, mock_elapsed()));
+    t->temperature = (int)round_ll(temperature(g, g->tel.temp, mock_elapsed()));
     return NVML_SUCCESS;
 }
 
@@ -476,7 +561,7 @@ nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t device, unsigned l
         return r;
     if (g->arch < NVML_DEVICE_ARCH_VOLTA)
         return NVML_ERROR_NOT_SUPPORTED;
-    *energy = (unsigned long long)floor(energy_mj(g, mock_elapsed()));
+    *energy = (unsigned long long)energy_mj(g, mock_elapsed()); /* >= 0: truncation is floor */
     return NVML_SUCCESS;
 }
 
@@ -620,7 +705,7 @@ static void nvlink_field(const struct mock_gpu *g, double t, nvmlFieldValue_t *f
     else if (g->nvlink.down & (UINT64_C(1) << link))
         field_uint(f, 0);
     else
-        field_uint(f, (unsigned long long)floor(nvlink_kib(g, t)));
+        field_uint(f, (unsigned long long)nvlink_kib(g, t));
 }
 
 nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t device, int valuesCount,

@@ -13,6 +13,8 @@ Each daemon runs on the mock DGX H100 (8 GPUs) doing its job, then /proc/PID is 
                  calls from grpcio
   discover       writing the NFD features file (no NodeFeature API: no TLS), after five passes 100 ms
                  apart with a config file read at start
+  exporter       dcgm-exporter's default counters, after 1000 scrapes (half of them asking for gzip)
+                 and ten collections 100 ms apart
   dra-driver     against the fake API server (HTTPS, tests/integration/fakekube.py) and the DRA
                  kubelet emulator, with 100 claims prepared (8 allocated by `gpuplane allocate`, one
                  per GPU, then cloned so that several claims share a GPU, as time-sliced claims do)
@@ -33,6 +35,7 @@ import pathlib
 import shutil
 import sys
 import tempfile
+import time
 import uuid
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -50,7 +53,7 @@ sharing:
       replicas: 8
 """
 TARGETS = {"device-plugin": {"VmRSS": 4096}, "dra-driver": {"VmRSS": 8192, "Pss": 6144},
-           "discover": {"VmRSS": 3072}}
+           "discover": {"VmRSS": 3072}, "exporter": {"VmRSS": 5120}}
 
 
 def progress(msg):
@@ -120,6 +123,31 @@ def discover(build):
     finally:
         if d:
             d.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def exporter(build, scrapes=1000):
+    import http.client
+    from conftest import Gpuplane
+    from test_exporter import Exporter
+    progress(f"exporter: dgx-h100, {scrapes} scrapes ...")
+    work = pathlib.Path(tempfile.mkdtemp(prefix="gpmem-"))
+    e = None
+    try:
+        e = Exporter(Gpuplane(build), work, "--mock", "dgx-h100", "-c", "100")
+        conn = http.client.HTTPConnection("127.0.0.1", e.port, timeout=10)
+        for i in range(scrapes):
+            conn.request("GET", "/metrics", headers={"Accept-Encoding": "gzip"} if i % 2 else {})
+            resp = conn.getresponse()
+            resp.read()
+            assert resp.status == 200
+        conn.close()
+        time.sleep(1.0)  # ten collections more
+        assert e.proc.poll() is None, e.log()
+        return snapshot(e.proc.pid)
+    finally:
+        if e:
+            e.stop()
         shutil.rmtree(work, ignore_errors=True)
 
 
@@ -198,7 +226,7 @@ def main():
         raise SystemExit(f"run.py: {build / 'gpuplane'} is not built (make build)")
     os.environ["GPUPLANE_BUILD"] = str(build)
     results = {"device-plugin": device_plugin(build), "discover": discover(build),
-               "dra-driver": dra_driver(build, args.claims)}
+               "exporter": exporter(build), "dra-driver": dra_driver(build, args.claims)}
     head = describe(machine())
     if args.json:
         pathlib.Path(args.json).write_text(json.dumps({"machine": head, **results}, indent=2) + "\n")

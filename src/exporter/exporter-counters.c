@@ -172,8 +172,7 @@ static int add_warning(struct exporter_counters *c, const char *filename, unsign
     int r;
 
     if (strncmp(f->name, "DCGM_EXP_", 9) == 0)
-        r = strbuf_addf(&sb,
-                        "%s:%u: %s is computed by dcgm-exporter itself, not by gpuplane: skipped",
+        r = strbuf_addf(&sb, "%s:%u: %s comes from DCGM's health checks, not NVML: skipped",
                         filename, line, f->name);
     else
         r = strbuf_addf(&sb, "%s:%u: %s cannot be read through NVML: skipped", filename, line,
@@ -223,6 +222,10 @@ static int add_record(struct exporter_counters *c, struct strbuf f[RECORD_FIELDS
                          "%s: unknown Prometheus type '%.*s' (gauge, counter, histogram, summary "
                          "or label)",
                          field->name, (int)(type_len > 64 ? 64 : type_len), type);
+    if (t == EXPORTER_LABEL && (field->source == EXPORTER_SOURCE_XID_COUNT ||
+                                field->source == EXPORTER_SOURCE_CLOCK_EVENTS_COUNT))
+        return fail_line(d, filename, line, "%s: a count over a window cannot be a label",
+                         field->name);
     if (field->kind == EXPORTER_VALUE_STRING && t != EXPORTER_LABEL)
         return fail_line(d, filename, line, "%s: a string field can only be a label, not a %s",
                          field->name, type_names[t]);
@@ -321,8 +324,10 @@ uint64_t exporter_counters_metrics(const struct exporter_counters *c)
 {
     uint64_t want = 0;
     for (size_t i = 0; i < c->n; i++) {
-        if (c->v[i].field->source == EXPORTER_SOURCE_METRIC)
-            want |= UINT64_C(1) << c->v[i].field->metric;
+        const struct exporter_field *f = c->v[i].field;
+        /* The clock events count is counted from the reasons, read like any metric. */
+        if (f->source == EXPORTER_SOURCE_METRIC || f->source == EXPORTER_SOURCE_CLOCK_EVENTS_COUNT)
+            want |= UINT64_C(1) << f->metric;
     }
     return want;
 }

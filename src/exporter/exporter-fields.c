@@ -3,7 +3,8 @@
  * The DCGM fields the exporter knows, and where each value comes from. The names and ids are DCGM's
  * (dcgm_fields.h, as go-dcgm's GetFieldID resolves them, legacy names included); the set is every
  * field named in dcgm-exporter's shipped counters files (etc/default-counters.csv,
- * etc/dcp-metrics-included.csv, etc/1.x-compatibility-metrics.csv) plus its own DCGM_EXP_* fields.
+ * etc/dcp-metrics-included.csv, etc/1.x-compatibility-metrics.csv) plus its own DCGM_EXP_* fields
+ * and the clock event reasons they count.
  * Those NVML answers map to a gpu_metric (shared/reference/dcgm-to-nvml-map.csv names the NVML call
  * behind each); the others are known, so a file naming them still loads, and are skipped.
  */
@@ -42,6 +43,8 @@ static const struct exporter_field fields[] = {
     NONE("DCGM_FI_DEV_VBIOS_VERSION", 85, STRING),
     METRIC("DCGM_FI_DEV_SM_CLOCK", 100, GPU_METRIC_SM_CLOCK, INT),
     METRIC("DCGM_FI_DEV_MEM_CLOCK", 101, GPU_METRIC_MEM_CLOCK, INT),
+    /* Not in a shipped counters file, but what DCGM_EXP_CLOCK_EVENTS_COUNT counts. */
+    METRIC("DCGM_FI_DEV_CLOCKS_EVENT_REASONS", 112, GPU_METRIC_CLOCK_EVENT_REASONS, INT),
     METRIC("DCGM_FI_DEV_MEMORY_TEMP", 140, GPU_METRIC_MEMORY_TEMP, INT),
     METRIC("DCGM_FI_DEV_GPU_TEMP", 150, GPU_METRIC_GPU_TEMP, INT),
     METRIC("DCGM_FI_DEV_POWER_USAGE", 155, GPU_METRIC_POWER_USAGE, FLOAT),
@@ -93,9 +96,18 @@ static const struct exporter_field fields[] = {
     NONE("DCGM_FI_PROF_PIPE_FP16_ACTIVE", 1008, FLOAT),
     METRIC("DCGM_FI_PROF_PCIE_TX_BYTES", 1009, GPU_METRIC_PCIE_TX_BYTES, INT),
     METRIC("DCGM_FI_PROF_PCIE_RX_BYTES", 1010, GPU_METRIC_PCIE_RX_BYTES, INT),
-    /* Computed by dcgm-exporter itself over a window; not (yet) by gpuplane. */
-    NONE("DCGM_EXP_CLOCK_EVENTS_COUNT", EXP_ID_BASE + 1, INT),
-    NONE("DCGM_EXP_XID_ERRORS_COUNT", EXP_ID_BASE + 2, INT),
+    /* Counted by dcgm-exporter itself over a window (and by the daemon here). */
+    {.name = "DCGM_EXP_XID_ERRORS_COUNT",
+     .id = EXP_ID_BASE + 1,
+     .source = EXPORTER_SOURCE_XID_COUNT,
+     .metric = GPU_METRIC_COUNT,
+     .kind = EXPORTER_VALUE_INT},
+    {.name = "DCGM_EXP_CLOCK_EVENTS_COUNT",
+     .id = EXP_ID_BASE + 2,
+     .source = EXPORTER_SOURCE_CLOCK_EVENTS_COUNT,
+     .metric = GPU_METRIC_CLOCK_EVENT_REASONS,
+     .kind = EXPORTER_VALUE_INT},
+    /* DCGM's health checks and NVLink P2P status: DCGM's own, not NVML's. */
     NONE("DCGM_EXP_GPU_HEALTH_STATUS", EXP_ID_BASE + 3, INT),
     NONE("DCGM_EXP_P2P_STATUS", EXP_ID_BASE + 4, INT),
 };

@@ -19,10 +19,12 @@
 
 /* Where the value of a DCGM field comes from. */
 enum exporter_source {
-    EXPORTER_SOURCE_METRIC,         /* a gpu_metric of the device's gpu_sample */
-    EXPORTER_SOURCE_XID,            /* the last XID of the GPU, from NVML's events */
-    EXPORTER_SOURCE_DRIVER_VERSION, /* the driver version string (nvmlSystemGetDriverVersion) */
-    EXPORTER_SOURCE_NONE,           /* known to dcgm-exporter, not answerable through NVML */
+    EXPORTER_SOURCE_METRIC,             /* a gpu_metric of the device's gpu_sample */
+    EXPORTER_SOURCE_XID,                /* the last XID of the GPU, from NVML's events */
+    EXPORTER_SOURCE_DRIVER_VERSION,     /* the driver version string (nvmlSystemGetDriverVersion) */
+    EXPORTER_SOURCE_XID_COUNT,          /* XIDs of the GPU within the -x window, by number */
+    EXPORTER_SOURCE_CLOCK_EVENTS_COUNT, /* clock event reasons sampled within the window */
+    EXPORTER_SOURCE_NONE,               /* known to dcgm-exporter, not answerable through NVML */
 };
 
 /* How a value is printed: DCGM's field type (INT64, DOUBLE, STRING), formatted as dcgm-exporter
@@ -120,6 +122,41 @@ const char *exporter_xid_message(uint64_t xid);
 extern const char *const exporter_xid_table[];
 extern const size_t exporter_xid_table_len;
 
+/* ---- events over a sliding window (exporter-window.c) ---- */
+
+struct exporter_window_entry {
+    uint64_t t_ms; /* when it happened (CLOCK_MONOTONIC) */
+    uint64_t value;
+};
+
+/* The last cap values of one GPU, of which those at most span_ms old count. */
+struct exporter_window {
+    uint64_t span_ms;
+    struct exporter_window_entry *ring;
+    size_t cap, first, n;
+};
+
+/* How often key was seen in the window. */
+struct exporter_window_count {
+    uint64_t key; /* an XID, or one clock event reason bit */
+    uint64_t count;
+};
+
+_wur_ int exporter_window_init(struct exporter_window *w, uint64_t span_ms, size_t cap);
+void exporter_window_release(struct exporter_window *w);
+/* Records value at now_ms (not before the last one added); when full the oldest goes. */
+void exporter_window_add(struct exporter_window *w, uint64_t now_ms, uint64_t value);
+/*
+ * Forgets what is older than span_ms at now_ms and counts the rest, sorted by key: with bits 0 each
+ * value once under itself (XIDs); otherwise each value once under every bit of bits it has set (the
+ * clock event reasons). *ret (free()) is NULL when nothing is in the window. -ENOMEM.
+ */
+_wur_ int exporter_window_counts(struct exporter_window *w, uint64_t now_ms, uint64_t bits,
+                                 struct exporter_window_count **ret, size_t *ret_n);
+/* The clock event reason bits dcgm-exporter counts, and its label value for each ("power_cap"). */
+#define EXPORTER_CLOCK_EVENT_BITS UINT64_C(0x1FF)
+const char *exporter_clock_event_name(uint64_t bit);
+
 /* ---- the exposition (exporter-render.c) ---- */
 
 /* One extra label of a series: Kubernetes (pod, namespace, container, pod_uid, vgpu), DRA
@@ -143,12 +180,24 @@ struct exporter_series {
     uint64_t last_xid;
     const struct exporter_label *labels; /* Kubernetes, DRA, HPC: any order */
     size_t n_labels;
+    /* The pod's own labels (--kubernetes-enable-pod-labels): printed sorted together with the
+     * label-type fields (upstream's Labels), each left out of a sample that already has a label of
+     * its name. Any order. */
+    const struct exporter_label *pod_labels;
+    size_t n_pod_labels;
+    /* The GPU's XIDs and clock event reasons over their windows (for a MIG series its GPU's). */
+    const struct exporter_window_count *xid_counts;
+    size_t n_xid_counts;
+    const struct exporter_window_count *clock_event_counts;
+    size_t n_clock_event_counts;
 };
 
 struct exporter_snapshot {
     const struct exporter_series *series; /* in output order */
     size_t n;
     const char *driver_version; /* NULL: unknown (the label is left out) */
+    uint64_t xid_window_ms;     /* -x, for the window_size_in_ms label */
+    uint64_t clock_events_window_ms;
 };
 
 struct exporter_render_options {

@@ -21,6 +21,7 @@ enum kind {
     K_BOOL,
     K_MS,      /* milliseconds, a plain number as dcgm-exporter takes them */
     K_ID_TYPE, /* uid | device-name */
+    K_LIST,    /* a Go string slice: char **, NULL-terminated */
 };
 
 struct opt {
@@ -91,21 +92,23 @@ static const struct opt OPTS[] = {
      K_BOOL,
      OFF(pod_labels),
      NULL,
-     "add the pod's own labels",
+     "add the labels of the pod using the GPU (with -k; the pods are watched\n"
+     "                          on the API server)",
      false},
     {{"kubernetes-enable-pod-uid", NULL, 0, DP_ARG_BOOL},
      "DCGM_EXPORTER_KUBERNETES_ENABLE_POD_UID",
      K_BOOL,
      OFF(pod_uid),
      NULL,
-     "add the pod_uid label",
+     "add the pod_uid label (with -k; the pods are watched on the API server)",
      false},
-    {{"kubernetes-pod-label-allowlist-regex", NULL, 0, DP_ARG_VALUE},
+    {{"kubernetes-pod-label-allowlist-regex", NULL, 0, DP_ARG_LIST},
      "DCGM_EXPORTER_KUBERNETES_POD_LABEL_ALLOWLIST_REGEX",
-     K_STRING,
+     K_LIST,
      OFF(pod_label_allowlist),
      "REGEX",
-     "only pod labels whose names match",
+     "only the pod labels whose names match one of these RE2 patterns\n"
+     "                          (unanchored; repeat the flag or separate with commas)",
      false},
     {{"kubernetes-enable-dra", NULL, 0, DP_ARG_BOOL},
      "KUBERNETES_ENABLE_DRA",
@@ -221,6 +224,43 @@ static int set_string(char **field, const char *value)
     return 0;
 }
 
+static void free_list(char **list)
+{
+    for (size_t i = 0; list && list[i]; i++)
+        free(list[i]);
+    free(list);
+}
+
+/* A string slice as urfave/cli reads one: value split at every comma, each part trimmed of
+ * blanks; empty parts are kept (an empty pattern matches every name, as in Go). Replaces *field. */
+static int set_list(char ***field, const char *value)
+{
+    size_t n = 1, i = 0;
+    for (const char *p = value; *p; p++)
+        n += *p == ',';
+    char **list = calloc(n + 1, sizeof(*list));
+    if (!list)
+        return -ENOMEM;
+    for (const char *p = value;; i++) {
+        size_t len = strcspn(p, ",");
+        const char *b = p, *e = p + len;
+        while (b < e && strchr(" \t\n\v\f\r", *b))
+            b++;
+        while (e > b && strchr(" \t\n\v\f\r", e[-1]))
+            e--;
+        if (!(list[i] = strndup(b, (size_t)(e - b)))) {
+            free_list(list);
+            return -ENOMEM;
+        }
+        if (!p[len])
+            break;
+        p += len + 1;
+    }
+    free_list(*field);
+    *field = list;
+    return 0;
+}
+
 static int parse_ms(const char *s, uint64_t *ret)
 {
     char *end = NULL;
@@ -238,6 +278,8 @@ static int apply_text(const struct opt *opt, struct exporter_options *o, const c
     switch (opt->kind) {
     case K_STRING:
         return set_string(FIELD(o, opt, char *), value);
+    case K_LIST:
+        return set_list(FIELD(o, opt, char **), value);
     case K_BOOL:
         if (dp_parse_bool(value, FIELD(o, opt, bool)) == 0)
             return 0;
@@ -333,7 +375,7 @@ static int apply_env(struct exporter_options *o, struct diag *d)
 {
     for (size_t i = 0; i < ARRAY_SIZE(OPTS); i++) {
         const char *v = getenv(OPTS[i].env);
-        if (!v || (!*v && OPTS[i].kind != K_STRING))
+        if (!v || (!*v && OPTS[i].kind != K_STRING && OPTS[i].kind != K_LIST))
             continue;
         int r = apply(&OPTS[i], o, OPTS[i].env, v, d);
         if (r < 0)
@@ -356,11 +398,14 @@ static int apply_flags(struct exporter_options *o, const struct dp_args *a, stru
     return 0;
 }
 
-/* NODE_NAME names the node (dcgm-exporter's hostname label), else the OS host name. */
+/* NODE_NAME names the node (dcgm-exporter's hostname label; the pods watched for their metadata),
+ * else the OS host name. */
 static int set_hostname(struct exporter_options *o)
 {
     const char *node = getenv("NODE_NAME");
     char buf[256];
+    if (node && *node && set_string(&o->node_name, node) < 0)
+        return -ENOMEM;
     if (!node || !*node) {
         if (gethostname(buf, sizeof(buf)) < 0)
             snprintf(buf, sizeof(buf), "localhost");
@@ -379,9 +424,15 @@ static void release_owned(struct exporter_options *o)
             char **f = FIELD(o, &OPTS[i], char *);
             free(*f);
             *f = NULL;
+        } else if (OPTS[i].kind == K_LIST) {
+            char ***f = FIELD(o, &OPTS[i], char **);
+            free_list(*f);
+            *f = NULL;
         }
     free(o->hostname);
     o->hostname = NULL;
+    free(o->node_name);
+    o->node_name = NULL;
 }
 
 void exporter_options_init(struct exporter_options *o)

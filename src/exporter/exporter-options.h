@@ -3,7 +3,10 @@
  * The options of `gpuplane exporter` under dcgm-exporter's flag and variable names (flag >
  * environment > default; dcgm-exporter has no config file). Flags that only make sense for DCGM's
  * host engine are accepted, so that a DaemonSet written for dcgm-exporter starts unchanged, and
- * reported when set (exporter-options.c).
+ * reported when set (exporter-options.c). A string slice of dcgm-exporter's
+ * (--kubernetes-pod-label-allowlist-regex) is a NULL-terminated list, split as urfave/cli splits
+ * one: every value at its commas, each part trimmed; the flag repeats, and flags replace the
+ * variable's list.
  */
 #pragma once
 
@@ -34,7 +37,7 @@ struct exporter_options {
     enum exporter_gpu_id_type gpu_id_type; /* --kubernetes-gpu-id-type; uid */
     bool pod_labels;                       /* --kubernetes-enable-pod-labels */
     bool pod_uid;                          /* --kubernetes-enable-pod-uid */
-    char *pod_label_allowlist;             /* --kubernetes-pod-label-allowlist-regex; NULL */
+    char **pod_label_allowlist;            /* --kubernetes-pod-label-allowlist-regex; NULL */
     bool dra;                              /* --kubernetes-enable-dra */
     bool virtual_gpus;                     /* --kubernetes-virtual-gpus */
     char *resource_names;                  /* --nvidia-resource-names: extra names, comma list */
@@ -45,6 +48,7 @@ struct exporter_options {
     char *web_config_file;                 /* --web-config-file; NULL */
     char *devices;                         /* -d; "f": every GPU and GPU instance */
     char *hostname;                        /* NODE_NAME, else the OS host name */
+    char *node_name;                       /* NODE_NAME, or NULL: for the pods' fieldSelector */
     /* DCGM's host engine only: accepted, set ones reported by exporter_options_ignored(). */
     char *remote_hostengine;   /* -r */
     char *switch_devices;      /* -s */

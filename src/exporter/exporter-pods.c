@@ -77,7 +77,6 @@ static void ref_release(struct exporter_pod_ref *r)
     free(r->pod);
     free(r->namespace_);
     free(r->container);
-    free(r->pod_uid);
     free(r->claim_name);
     free(r->claim_namespace);
     free(r->driver);
@@ -119,7 +118,6 @@ static struct exporter_pod_ref *add(struct exporter_pods *p, size_t *alloc,
     r->pod = dup_or_empty(pod->name, &fail);
     r->namespace_ = dup_or_empty(pod->namespace_, &fail);
     r->container = dup_or_empty(c->name, &fail);
-    r->pod_uid = dup_or_empty("", &fail);
     p->n++;
     return fail ? NULL : r;
 }

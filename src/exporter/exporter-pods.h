@@ -22,7 +22,6 @@ struct exporter_pod_ref {
     char *pod;
     char *namespace_;
     char *container;
-    char *pod_uid; /* "" when the API does not say (List does not) */
     /* DRA claims only (device NULL then): */
     char *claim_name, *claim_namespace, *driver, *pool, *dra_device;
 };

@@ -15,6 +15,10 @@
  * (the map only has counters that got a value). Label-type fields follow the fixed labels in sorted
  * key order, then the attributes (Kubernetes, DRA, err_code/err_msg) in sorted key order. Unlike
  * the Go template, label values and help texts are escaped as the format requires.
+ *
+ * A pod's own labels (--kubernetes-enable-pod-labels) are sorted in with the label-type fields, as
+ * in upstream's Labels map; one whose name the sample already has is left out, so that no name is
+ * ever printed twice.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -167,20 +171,57 @@ static int compare_label_fields(const void *a, const void *b)
     return strcmp((*x)->key, (*y)->key);
 }
 
+/* Whether a sample of se already has a label named key: a fixed one, one of labels[0..n) or an
+ * attribute. A pod label by that name is left out (upstream drops only those equal to an
+ * attribute, and prints the others twice, which makes the whole page invalid). */
+static bool pod_label_taken(const char *key, const struct exporter_series *se,
+                            const struct exporter_render_options *o,
+                            const struct label_field *labels, size_t n, const struct attr *attrs,
+                            size_t n_attrs)
+{
+    static const char *const fixed[] = {"gpu", "pci_bus_id", "device", "modelName"};
+    bool mig = se->mig_profile && se->mig_profile[0];
+    for (size_t i = 0; i < ARRAY_SIZE(fixed); i++)
+        if (strcmp(key, fixed[i]) == 0)
+            return true;
+    if (strcmp(key, o->use_old_namespace ? "uuid" : "UUID") == 0 ||
+        (mig && (strcmp(key, "GPU_I_PROFILE") == 0 || strcmp(key, "GPU_I_ID") == 0)) ||
+        (o->hostname && o->hostname[0] && strcmp(key, "hostname") == 0))
+        return true;
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(key, labels[i].key) == 0)
+            return true;
+    for (size_t i = 0; i < n_attrs; i++)
+        if (strcmp(key, attrs[i].key) == 0)
+            return true;
+    return false;
+}
+
+/* The label-type fields of se, the extra labels of one sample (a window's) and the pod's labels,
+ * sorted together as dcgm-exporter's Labels map. */
 static int add_label_fields(struct strbuf *out, const struct exporter_counters *c,
-                            const struct exporter_snapshot *s, const struct exporter_series *se)
+                            const struct exporter_snapshot *s, const struct exporter_series *se,
+                            const struct exporter_label *extra, size_t n_extra,
+                            const struct exporter_render_options *o, const struct attr *attrs,
+                            size_t n_attrs)
 {
     _cleanup_free_ struct label_field *labels = NULL;
     _cleanup_free_ struct label_field **order = NULL;
+    const size_t max = c->n + n_extra + se->n_pod_labels;
     size_t n = 0;
     int r = 0;
 
-    if (c->n == 0)
+    if (max == 0)
         return 0;
-    labels = calloc(c->n, sizeof(*labels));
-    order = calloc(c->n, sizeof(*order));
+    labels = calloc(max, sizeof(*labels));
+    order = calloc(max, sizeof(*order));
     if (!labels || !order)
         return -ENOMEM;
+    for (size_t i = 0; i < n_extra; i++) {
+        labels[n] = (struct label_field){.key = extra[i].key, .str = extra[i].value};
+        order[n] = &labels[n];
+        n++;
+    }
     for (size_t i = 0; i < c->n; i++) {
         const struct exporter_field *f = c->v[i].field;
         struct label_field *l = &labels[n];
@@ -210,10 +251,20 @@ static int add_label_fields(struct strbuf *out, const struct exporter_counters *
                 return r;
             break;
         }
+        case EXPORTER_SOURCE_XID_COUNT:
+        case EXPORTER_SOURCE_CLOCK_EVENTS_COUNT:
         case EXPORTER_SOURCE_NONE:
             continue;
         }
         order[n] = l;
+        n++;
+    }
+    for (size_t i = 0; i < se->n_pod_labels; i++) {
+        const struct exporter_label *p = &se->pod_labels[i];
+        if (!p->key || !p->value || pod_label_taken(p->key, se, o, labels, n, attrs, n_attrs))
+            continue;
+        labels[n] = (struct label_field){.key = p->key, .str = p->value};
+        order[n] = &labels[n];
         n++;
     }
     if (n > 1)
@@ -240,17 +291,29 @@ static int series_value(const struct exporter_counter *k, const struct exporter_
         *ret = (double)se->last_xid;
         return 1;
     case EXPORTER_SOURCE_DRIVER_VERSION:
+    case EXPORTER_SOURCE_XID_COUNT:
+    case EXPORTER_SOURCE_CLOCK_EVENTS_COUNT:
     case EXPORTER_SOURCE_NONE:
         return 0;
     }
     return 0;
 }
 
-static int render_sample(struct strbuf *out, const struct exporter_counter *k,
+/* One sample line: the counter k of series se with value, and the extra labels of this sample. */
+struct sample {
+    const struct exporter_counter *k;
+    const struct exporter_series *se;
+    double value;
+    const struct exporter_label *extra;
+    size_t n_extra;
+};
+
+static int render_sample(struct strbuf *out, const struct sample *sm,
                          const struct exporter_counters *c, const struct exporter_snapshot *s,
-                         const struct exporter_series *se, double value,
                          const struct exporter_render_options *o)
 {
+    const struct exporter_counter *k = sm->k;
+    const struct exporter_series *se = sm->se;
     _cleanup_free_ struct attr *attrs = NULL;
     char gpu[24], gi[24], err_code[24];
     size_t n_attrs = 0;
@@ -282,8 +345,6 @@ static int render_sample(struct strbuf *out, const struct exporter_counter *k,
     }
     if (r >= 0 && o->hostname && o->hostname[0])
         r = add_label(out, "hostname", o->hostname);
-    if (r >= 0)
-        r = add_label_fields(out, c, s, se);
     if (r < 0)
         return r;
 
@@ -303,15 +364,68 @@ static int render_sample(struct strbuf *out, const struct exporter_counter *k,
     }
     if (n_attrs > 1)
         qsort(attrs, n_attrs, sizeof(*attrs), compare_attrs);
+    /* The Labels come first but are made last: a pod label must not repeat an attribute. */
+    r = add_label_fields(out, c, s, se, sm->extra, sm->n_extra, o, attrs, n_attrs);
     for (size_t i = 0; i < n_attrs && r >= 0; i++)
         r = add_label(out, attrs[i].key, attrs[i].value);
 
     if (r >= 0)
         r = strbuf_add(out, "} ", 2);
     if (r >= 0)
-        r = add_value(out, value, k->field->kind);
+        r = add_value(out, sm->value, k->field->kind);
     if (r >= 0)
         r = strbuf_addch(out, '\n');
+    return r;
+}
+
+static int add_header(struct strbuf *out, const struct exporter_counter *k)
+{
+    int r = strbuf_addf(out, "# HELP %s ", k->field->name);
+    if (r >= 0)
+        r = add_help(out, k->help);
+    if (r >= 0)
+        r = strbuf_addf(out, "\n# TYPE %s %s\n", k->field->name, exporter_prom_type_name(k->type));
+    return r;
+}
+
+/*
+ * A count over a window, as dcgm-exporter's expCollector prints it: per series one sample per key
+ * seen in the window (labels window_size_in_ms and xid or clock_event), or one sample of 0 with
+ * window_size_in_ms only when nothing was seen. Every series has samples, so the family always
+ * shows.
+ */
+static int render_window(struct strbuf *out, const struct exporter_counter *k,
+                         const struct exporter_counters *c, const struct exporter_snapshot *s,
+                         const struct exporter_render_options *o)
+{
+    bool xid = k->field->source == EXPORTER_SOURCE_XID_COUNT;
+    char window[24], key[24];
+    int r = 0;
+
+    snprintf(window, sizeof(window), "%" PRIu64,
+             xid ? s->xid_window_ms : s->clock_events_window_ms);
+    for (size_t j = 0; j < s->n && r >= 0; j++) {
+        const struct exporter_series *se = &s->series[j];
+        const struct exporter_window_count *v = xid ? se->xid_counts : se->clock_event_counts;
+        size_t n = xid ? se->n_xid_counts : se->n_clock_event_counts;
+        struct exporter_label labels[2] = {{"window_size_in_ms", window}, {NULL, key}};
+        struct sample sm = {.k = k, .se = se, .extra = labels, .n_extra = 1};
+
+        if (j == 0)
+            r = add_header(out, k);
+        if (r >= 0 && n == 0)
+            r = render_sample(out, &sm, c, s, o);
+        for (size_t i = 0; i < n && r >= 0; i++) {
+            labels[1].key = xid ? "xid" : "clock_event";
+            if (xid)
+                snprintf(key, sizeof(key), "%" PRIu64, v[i].key);
+            else
+                snprintf(key, sizeof(key), "%s", exporter_clock_event_name(v[i].key));
+            sm.value = (double)v[i].count;
+            sm.n_extra = 2;
+            r = render_sample(out, &sm, c, s, o);
+        }
+    }
     return r;
 }
 
@@ -327,21 +441,22 @@ int exporter_render(const struct exporter_counters *c, const struct exporter_sna
 
         if (k->type == EXPORTER_LABEL)
             continue;
+        if (k->field->source == EXPORTER_SOURCE_XID_COUNT ||
+            k->field->source == EXPORTER_SOURCE_CLOCK_EVENTS_COUNT) {
+            r = render_window(out, k, c, s, o);
+            continue;
+        }
         for (size_t j = 0; j < s->n && r >= 0; j++) {
             const struct exporter_series *se = &s->series[j];
             if (!series_value(k, se, &value))
                 continue;
             if (!header) {
-                r = strbuf_addf(out, "# HELP %s ", k->field->name);
-                if (r >= 0)
-                    r = add_help(out, k->help);
-                if (r >= 0)
-                    r = strbuf_addf(out, "\n# TYPE %s %s\n", k->field->name,
-                                    exporter_prom_type_name(k->type));
+                r = add_header(out, k);
                 header = true;
             }
+            struct sample sm = {.k = k, .se = se, .value = value};
             if (r >= 0)
-                r = render_sample(out, k, c, s, se, value, o);
+                r = render_sample(out, &sm, c, s, o);
         }
     }
     return r;

@@ -571,6 +571,10 @@ _Static_assert(offsetof(nvmlGpmMetricsGet_t, metrics) == 24, "nvmlGpmMetricsGet_
              unsigned int *isPending, unsigned int *failureOccurred))                              \
     NVML_FN(nvmlReturn_t, nvmlDeviceGetGridLicensableFeatures_v4,                                  \
             (nvmlDevice_t device, nvmlGridLicensableFeatures_t * pGridLicensableFeatures))         \
+    NVML_FN(nvmlReturn_t, nvmlDeviceGetCurrentClocksEventReasons,                                  \
+            (nvmlDevice_t device, unsigned long long *clocksEventReasons))                         \
+    NVML_FN(nvmlReturn_t, nvmlDeviceGetCurrentClocksThrottleReasons,                               \
+            (nvmlDevice_t device, unsigned long long *clocksThrottleReasons))                      \
     NVML_FN(nvmlReturn_t, nvmlDeviceGetPcieThroughput,                                             \
             (nvmlDevice_t device, nvmlPcieUtilCounter_t counter, unsigned int *value))             \
     NVML_FN(nvmlReturn_t, nvmlGpmQueryDeviceSupport,                                               \

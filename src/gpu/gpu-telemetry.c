@@ -4,9 +4,9 @@
  * needed for any of them; shared/reference/dcgm-to-nvml-map.csv names the call behind each). One
  * NVML call per group of metrics: clocks, temperature, the field values (memory temperature, PCIe
  * replays and every NVLink link's throughput counters in one nvmlDeviceGetFieldValues), power,
- * energy, utilisation, encoder, decoder, memory, remapped rows, the vGPU licence, GPM and PCIe
- * throughput. Values are converted to dcgm-exporter's units (mW -> W, bytes -> MiB, KB/s -> B/s,
- * GPM percent -> ratio).
+ * energy, utilisation, encoder, decoder, memory, remapped rows, the vGPU licence, GPM, PCIe
+ * throughput and the clock event reasons. Values are converted to dcgm-exporter's units (mW -> W,
+ * bytes -> MiB, KB/s -> B/s, GPM percent -> ratio).
  *
  * What a device does not have is learnt once: a metric whose call answers NOT_SUPPORTED, NOT_FOUND
  * or FUNCTION_NOT_FOUND (an older driver) is remembered per device and never asked again, so a
@@ -384,6 +384,23 @@ static void read_vgpu_license(struct reading *rd)
     set(rd, GPU_METRIC_VGPU_LICENSE_STATUS, licensed);
 }
 
+/* Why the clocks are below their maximum now: the newer name first, then the one drivers before
+ * 535 export (same bits). */
+static void read_clock_events(struct reading *rd)
+{
+    const uint64_t bit = BIT(GPU_METRIC_CLOCK_EVENT_REASONS);
+    unsigned long long reasons = 0;
+    nvmlReturn_t r;
+
+    if (!wanted(rd, bit))
+        return;
+    r = NVML_CALL(rd->nvml, nvmlDeviceGetCurrentClocksEventReasons, rd->h, &reasons);
+    if (r == NVML_ERROR_FUNCTION_NOT_FOUND)
+        r = NVML_CALL(rd->nvml, nvmlDeviceGetCurrentClocksThrottleReasons, rd->h, &reasons);
+    if (outcome(rd, r, bit))
+        set(rd, GPU_METRIC_CLOCK_EVENT_REASONS, (double)reasons);
+}
+
 static void read_pcie_throughput(struct reading *rd)
 {
     unsigned kbps = 0;
@@ -616,8 +633,9 @@ int gpu_telemetry_read(struct gpu_telemetry *t, size_t gpu, int mig, uint64_t wa
                        struct gpu_sample *ret, uint64_t *ret_unsupported)
 {
     static const group_fn groups[] = {
-        read_temperature,   read_power, read_utilization,     read_memory,
-        read_remapped_rows, read_gpm,   read_pcie_throughput, read_vgpu_license,
+        read_temperature,     read_power,         read_utilization,
+        read_memory,          read_remapped_rows, read_gpm,
+        read_pcie_throughput, read_vgpu_license,  read_clock_events,
     };
     const struct gpu_device *d;
     struct tel_device *dev;

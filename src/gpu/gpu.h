@@ -250,6 +250,7 @@ enum gpu_metric {
     GPU_METRIC_DRAM_ACTIVE,                 /* ratio 0..1 (idem) */
     GPU_METRIC_PCIE_TX_BYTES,               /* B/s */
     GPU_METRIC_PCIE_RX_BYTES,               /* B/s */
+    GPU_METRIC_CLOCK_EVENT_REASONS,         /* bitmask of nvmlClocksEventReason* now in force */
     GPU_METRIC_COUNT,
 };
 

@@ -154,6 +154,72 @@ def test_xid_appears_with_its_message(exporters):
     assert series(e.scrape()[1], "DCGM_FI_DEV_XID_ERRORS")["2"][1] == 0
 
 
+WINDOW_COUNTERS = ("DCGM_EXP_XID_ERRORS_COUNT, counter, reported XIDs during last window\n"
+                   "DCGM_EXP_CLOCK_EVENTS_COUNT, counter, reported clock events\n")
+
+
+def window_counts(text, name, key):
+    """{(series, key label or None): value} of a DCGM_EXP_* count."""
+    out = {}
+    for labels, value in ((dict(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', m.group(1))), float(m.group(2)))
+                          for m in re.finditer(rf'^{name}\{{(.*)\}} (\S+)$', text, re.M)):
+        where = labels["gpu"] + ("/" + labels["GPU_I_ID"] if "GPU_I_ID" in labels else "")
+        out[(where, labels.get(key))] = value
+        assert labels["window_size_in_ms"] == "1500"
+    return out
+
+
+def test_xids_counted_over_their_window(exporters, tmp_path):
+    csv = tmp_path / "window.csv"
+    csv.write_text(WINDOW_COUNTERS)
+    e = exporters("--mock", "dgx-h100", "-c", "100", "-f", csv, "-x", "1500",
+                  "--clock-events-count-window-size", "1500")
+    before = window_counts(e.scrape()[1], "DCGM_EXP_XID_ERRORS_COUNT", "xid")
+    assert before == {(str(g), None): 0 for g in range(8)}
+    for xid in (13, 79, 13):
+        e.inject(gpu=3, type="xid", xid=xid)
+    counts = wait_until(lambda: (c := window_counts(e.scrape()[1], "DCGM_EXP_XID_ERRORS_COUNT", "xid"))
+                        .get(("3", "13")) == 2 and c, what="two XID 13 in the window")
+    assert counts[("3", "79")] == 1 and ("3", None) not in counts
+    assert counts[("2", None)] == 0
+    # Past the window they are forgotten and the GPU is back to one sample of 0.
+    wait_until(lambda: window_counts(e.scrape()[1], "DCGM_EXP_XID_ERRORS_COUNT", "xid").get(("3", None)) == 0,
+               what="the XIDs to leave the window")
+
+
+def test_clock_events_counted_over_their_window(exporters, tmp_path):
+    csv = tmp_path / "window.csv"
+    csv.write_text(WINDOW_COUNTERS)
+    e = exporters("--mock", "dgx-h100", "-c", "100", "-f", csv, "-x", "1500",
+                  "--clock-events-count-window-size", "1500")
+    # GPU 7 of the profile idles: its reasons say gpu_idle at every collection.
+    counts = wait_until(lambda: (c := window_counts(e.scrape()[1], "DCGM_EXP_CLOCK_EVENTS_COUNT", "clock_event"))
+                        .get(("7", "gpu_idle"), 0) >= 3 and c, what="gpu_idle samples")
+    assert counts[("2", None)] == 0
+    assert counts[("7", "gpu_idle")] <= 1500 / 100 + 1  # one sample per collection at most
+    e.inject(gpu=2, type="telemetry", clocksEventReasons=0x24)  # SwPowerCap | SwThermalSlowdown
+    counts = wait_until(lambda: (c := window_counts(e.scrape()[1], "DCGM_EXP_CLOCK_EVENTS_COUNT", "clock_event"))
+                        .get(("2", "sw_thermal"), 0) >= 2 and c, what="sw_thermal samples")
+    assert counts[("2", "power_cap")] >= 2 and ("2", None) not in counts
+    e.inject(gpu=2, type="telemetry", clocksEventReasons=0)
+    wait_until(lambda: window_counts(e.scrape()[1], "DCGM_EXP_CLOCK_EVENTS_COUNT", "clock_event").get(("2", None)) == 0,
+               what="the clock events to leave the window")
+
+
+def test_mig_instances_count_their_gpus_clock_events(exporters, tmp_path):
+    csv = tmp_path / "window.csv"
+    csv.write_text(WINDOW_COUNTERS)
+    e = exporters("--mock", "a100-mig", "-c", "100", "-f", csv, "-x", "1500",
+                  "--clock-events-count-window-size", "1500")
+    e.inject(gpu=0, type="telemetry", clocksEventReasons=0x4)  # GPU 0 is in MIG mode
+    counts = wait_until(lambda: (c := window_counts(e.scrape()[1], "DCGM_EXP_CLOCK_EVENTS_COUNT", "clock_event"))
+                        .get(("0/2", "power_cap"), 0) >= 2 and c, what="power_cap on a GPU instance")
+    instances = {where for where, _ in counts if where.startswith("0/")}
+    assert len(instances) > 1, counts
+    assert all(counts.get((i, "power_cap"), 0) >= 1 and (i, None) not in counts for i in instances), counts
+    assert counts[("2", None)] == 0
+
+
 def test_mig_devices_are_their_own_series(exporters):
     e = exporters("--mock", "a100-mig")
     fb = series(e.scrape()[1], "DCGM_FI_DEV_FB_USED")

@@ -90,8 +90,12 @@ static void test_default_file(void **state)
                         "The rate of data received over the PCIe bus - including both "
                         "protocol headers and data payloads - in bytes per second.");
 
-    /* Every telemetry metric is wanted, and the XID events and the driver version are used. */
-    assert_true(exporter_counters_metrics(&c) == (UINT64_C(1) << GPU_METRIC_COUNT) - 1);
+    /* Every telemetry metric is wanted but the clock event reasons (only the commented-out
+     * DCGM_EXP_CLOCK_EVENTS_COUNT counts them), and the XID events and the driver version are
+     * used. */
+    assert_true(exporter_counters_metrics(&c) ==
+                (((UINT64_C(1) << GPU_METRIC_COUNT) - 1) &
+                 ~(UINT64_C(1) << GPU_METRIC_CLOCK_EVENT_REASONS)));
     assert_true(exporter_counters_use(&c, EXPORTER_SOURCE_XID));
     assert_true(exporter_counters_use(&c, EXPORTER_SOURCE_DRIVER_VERSION));
     assert_false(exporter_counters_use(&c, EXPORTER_SOURCE_NONE));
@@ -163,7 +167,7 @@ static void test_skipped_fields(void **state)
     struct diag d;
     const char *text = "DCGM_FI_DEV_GPU_TEMP, gauge, t\n"
                        "DCGM_FI_PROF_SM_ACTIVE, gauge, The ratio of cycles an SM has...\n"
-                       "DCGM_EXP_XID_ERRORS_COUNT, counter, reported XIDs\n"
+                       "DCGM_EXP_GPU_HEALTH_STATUS, counter, DCGM reported health status\n"
                        "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL, not-a-type, skipped before its type\n";
 
     assert_int_equal(parse(text, &c, &d), 0);
@@ -171,13 +175,38 @@ static void test_skipped_fields(void **state)
     assert_int_equal(c.n_warnings, 3);
     assert_string_equal(c.warnings[0],
                         "t.csv:2: DCGM_FI_PROF_SM_ACTIVE cannot be read through NVML: skipped");
-    assert_string_equal(c.warnings[1], "t.csv:3: DCGM_EXP_XID_ERRORS_COUNT is computed by "
-                                       "dcgm-exporter itself, not by gpuplane: skipped");
+    assert_string_equal(c.warnings[1], "t.csv:3: DCGM_EXP_GPU_HEALTH_STATUS comes from DCGM's "
+                                       "health checks, not NVML: skipped");
     assert_string_equal(c.warnings[2],
                         "t.csv:4: DCGM_FI_DEV_ECC_DBE_VOL_TOTAL cannot be read through NVML: "
                         "skipped");
     exporter_counters_release(&c);
     assert_int_equal(c.n_warnings, 0);
+}
+
+/* The windowed counts are accepted as any metric type but a label, and the clock events count
+ * makes the reasons wanted. */
+static void test_window_counts(void **state)
+{
+    (void)state;
+    struct exporter_counters c;
+    struct diag d;
+
+    assert_int_equal(parse("DCGM_EXP_CLOCK_EVENTS_COUNT, counter, reported clock events\n"
+                           "DCGM_EXP_XID_ERRORS_COUNT, gauge, reported XIDs\n",
+                           &c, &d),
+                     0);
+    assert_int_equal(c.n, 2);
+    assert_int_equal(c.n_warnings, 0);
+    assert_string_equal(c.v[0].field->name, "DCGM_EXP_XID_ERRORS_COUNT");
+    assert_int_equal(c.v[0].field->source, EXPORTER_SOURCE_XID_COUNT);
+    assert_true(exporter_counters_metrics(&c) == (UINT64_C(1) << GPU_METRIC_CLOCK_EVENT_REASONS));
+    assert_true(exporter_counters_use(&c, EXPORTER_SOURCE_CLOCK_EVENTS_COUNT));
+    exporter_counters_release(&c);
+
+    assert_int_equal(parse("DCGM_EXP_XID_ERRORS_COUNT, label, no\n", &c, &d), -EINVAL);
+    assert_string_equal(d.msg, "t.csv:1: DCGM_EXP_XID_ERRORS_COUNT: a count over a window cannot "
+                               "be a label");
 }
 
 static void test_errors(void **state)
@@ -385,6 +414,10 @@ static void test_catalog(void **state)
         {"DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", 1004, EXPORTER_VALUE_FLOAT},
         {"DCGM_FI_PROF_DRAM_ACTIVE", 1005, EXPORTER_VALUE_FLOAT},
         {"DCGM_FI_PROF_PCIE_TX_BYTES", 1009, EXPORTER_VALUE_INT},
+        {"DCGM_FI_DEV_CLOCKS_EVENT_REASONS", 112, EXPORTER_VALUE_INT},
+        /* dcgm-exporter's own: 9000 + their place in its ExporterCounter enum. */
+        {"DCGM_EXP_XID_ERRORS_COUNT", 9001, EXPORTER_VALUE_INT},
+        {"DCGM_EXP_CLOCK_EVENTS_COUNT", 9002, EXPORTER_VALUE_INT},
     };
     for (size_t i = 0; i < ARRAY_SIZE(known); i++) {
         const struct exporter_field *f =
@@ -422,10 +455,15 @@ static void test_xid_messages(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_default_file),        cmocka_unit_test(test_comments_blanks_quotes),
-        cmocka_unit_test(test_skipped_fields),      cmocka_unit_test(test_errors),
-        cmocka_unit_test(test_load_file),           cmocka_unit_test(test_catalog_reference_map),
-        cmocka_unit_test(test_default_is_upstream), cmocka_unit_test(test_catalog),
+        cmocka_unit_test(test_default_file),
+        cmocka_unit_test(test_comments_blanks_quotes),
+        cmocka_unit_test(test_skipped_fields),
+        cmocka_unit_test(test_window_counts),
+        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_load_file),
+        cmocka_unit_test(test_catalog_reference_map),
+        cmocka_unit_test(test_default_is_upstream),
+        cmocka_unit_test(test_catalog),
         cmocka_unit_test(test_xid_messages),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

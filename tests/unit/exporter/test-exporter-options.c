@@ -26,6 +26,9 @@ static const char *const ENV[] = {
     "DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE",
     "NVIDIA_RESOURCE_NAMES",
     "DCGM_REMOTE_HOSTENGINE_INFO",
+    "DCGM_EXPORTER_KUBERNETES_POD_LABEL_ALLOWLIST_REGEX",
+    "DCGM_EXPORTER_KUBERNETES_ENABLE_POD_LABELS",
+    "DCGM_EXPORTER_KUBERNETES_ENABLE_POD_UID",
 };
 
 static void clear_env(void)
@@ -94,6 +97,64 @@ static void test_flags_and_env(void **state)
     clear_env();
 }
 
+/* Joins a NULL-terminated list with '|' (NULL: "(none)"). */
+static void join(char *const *list, char *buf, size_t n)
+{
+    size_t len = 0;
+    snprintf(buf, n, "%s", list ? "" : "(none)");
+    for (size_t i = 0; list && list[i] && len < n; i++) {
+        int k = snprintf(buf + len, n - len, "%s%s", i ? "|" : "", list[i]);
+        len += k > 0 ? (size_t)k : 0;
+    }
+}
+
+/* --kubernetes-pod-label-allowlist-regex is a urfave/cli string slice: commas split every value,
+ * parts are trimmed (empty ones kept), the flag repeats, and flags replace the variable's list. */
+static void test_allowlist_slice(void **state)
+{
+    static const struct {
+        const char *env;
+        const char *args[5];
+        const char *want;
+    } cases[] = {
+        {NULL, {NULL}, "(none)"},
+        {"^app, team ,x{1,2}", {NULL}, "^app|team|x{1|2}"},
+        {"", {NULL}, ""},
+        {"env", {"--kubernetes-pod-label-allowlist-regex", "a,b", NULL}, "a|b"},
+        {NULL,
+         {"--kubernetes-pod-label-allowlist-regex=a", "-kubernetes-pod-label-allowlist-regex",
+          " b ,", NULL},
+         "a|b|"},
+    };
+    char got[128];
+    for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+        struct exporter_options o;
+        struct diag d;
+        clear_env();
+        if (cases[i].env)
+            setenv("DCGM_EXPORTER_KUBERNETES_POD_LABEL_ALLOWLIST_REGEX", cases[i].env, 1);
+        assert_int_equal(parse(&o, &d, cases[i].args), 0);
+        join(o.pod_label_allowlist, got, sizeof(got));
+        if (strcmp(got, cases[i].want) != 0)
+            fail_msg("case %zu: got \"%s\", want \"%s\"", i, got, cases[i].want);
+        exporter_options_release(&o);
+    }
+    clear_env();
+    setenv("DCGM_EXPORTER_KUBERNETES_ENABLE_POD_LABELS", "true", 1);
+    setenv("NODE_NAME", "gpu-node-1", 1);
+    const char *const args[] = {"--kubernetes-enable-pod-uid", NULL};
+    struct exporter_options o;
+    struct diag d;
+    assert_int_equal(parse(&o, &d, args), 0);
+    assert_true(o.pod_labels && o.pod_uid);
+    assert_string_equal(o.node_name, "gpu-node-1");
+    exporter_options_release(&o);
+    clear_env();
+    assert_int_equal(parse(&o, &d, NULL), 0);
+    assert_null(o.node_name); /* the host name is the hostname label's, not a node's */
+    exporter_options_release(&o);
+}
+
 static void test_bad_values(void **state)
 {
     static const char *const cases[][3] = {
@@ -159,7 +220,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_defaults),   cmocka_unit_test(test_flags_and_env),
         cmocka_unit_test(test_bad_values), cmocka_unit_test(test_dcgm_only_reported),
-        cmocka_unit_test(test_devices),
+        cmocka_unit_test(test_devices),    cmocka_unit_test(test_allowlist_slice),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

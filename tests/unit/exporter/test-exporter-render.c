@@ -318,6 +318,97 @@ static void test_xid(void **state)
     exporter_counters_release(&c);
 }
 
+/* DCGM_EXP_* counts: a sample per key seen in the window, else one 0; the window and key labels
+ * sort with the label-type fields, before the attributes. */
+static void test_window_counts(void **state)
+{
+    (void)state;
+    struct exporter_counters c;
+    counters("DCGM_FI_DRIVER_VERSION, label, Driver version\n"
+             "DCGM_EXP_CLOCK_EVENTS_COUNT, counter, reported clock events\n"
+             "DCGM_EXP_XID_ERRORS_COUNT, counter, reported XIDs during last window\n",
+             &c);
+    const struct exporter_label labels[] = {{"pod", "p"}};
+    const struct exporter_window_count xids[] = {{13, 2}, {79, 1}};
+    const struct exporter_window_count clocks[] = {{0x4, 3}};
+    struct exporter_series series[2] = {gpu(0, UUID0, "00000000:1B:00.0"),
+                                        gpu(1, UUID1, "00000000:43:00.0")};
+    series[1].xid_counts = xids;
+    series[1].n_xid_counts = ARRAY_SIZE(xids);
+    series[1].clock_event_counts = clocks;
+    series[1].n_clock_event_counts = ARRAY_SIZE(clocks);
+    series[1].labels = labels;
+    series[1].n_labels = ARRAY_SIZE(labels);
+    struct exporter_snapshot s = {.series = series,
+                                  .n = 2,
+                                  .driver_version = "550.54.15",
+                                  .xid_window_ms = 300000,
+                                  .clock_events_window_ms = 60000};
+    struct exporter_render_options o = {0};
+
+#define FIXED(i, uuid, bus)                                                                        \
+    "{gpu=\"" #i "\",UUID=\"" uuid "\",pci_bus_id=\"" bus "\",device=\"nvidia" #i                  \
+    "\",modelName=\"" H100 "\",DCGM_FI_DRIVER_VERSION=\"550.54.15\","
+    check(
+        &c, &s, &o,
+        "# HELP DCGM_EXP_XID_ERRORS_COUNT reported XIDs during last window\n"
+        "# TYPE DCGM_EXP_XID_ERRORS_COUNT counter\n"
+        "DCGM_EXP_XID_ERRORS_COUNT" FIXED(
+            0, UUID0,
+            "00000000:1B:00.0") "window_size_in_ms="
+                                "\"300000\"} 0\n"
+                                "DCGM_EXP_XID_ERRORS_COUNT" FIXED(
+                                    1, UUID1,
+                                    "00000000:43:00.0") "window_size_in_ms="
+                                                        "\"300000\",xid=\"13\",pod=\"p\"} 2\n"
+                                                        "DCGM_EXP_XID_ERRORS_COUNT" FIXED(
+                                                            1, UUID1,
+                                                            "00000000:43:00.0") "window_size_in_ms="
+                                                                                "\"300000\",xid="
+                                                                                "\"79\",pod=\"p\"} "
+                                                                                "1\n"
+                                                                                "# HELP "
+                                                                                "DCGM_EXP_CLOCK_"
+                                                                                "EVENTS_COUNT "
+                                                                                "reported clock "
+                                                                                "events\n"
+                                                                                "# TYPE "
+                                                                                "DCGM_EXP_CLOCK_"
+                                                                                "EVENTS_COUNT "
+                                                                                "counter\n"
+                                                                                "DCGM_EXP_CLOCK_"
+                                                                                "EVENTS_"
+                                                                                "COUNT" FIXED(
+                                                                                    0, UUID0,
+                                                                                    "00000000:1B:"
+                                                                                    "00.0") "window"
+                                                                                            "_size_"
+                                                                                            "in_ms="
+                                                                                            "\"6000"
+                                                                                            "0\"} "
+                                                                                            "0\n"
+                                                                                            "DCGM_"
+                                                                                            "EXP_"
+                                                                                            "CLOCK_"
+                                                                                            "EVENTS"
+                                                                                            "_COUN"
+                                                                                            "T" FIXED(
+                                                                                                1,
+                                                                                                UUID1,
+                                                                                                "00"
+                                                                                                "00"
+                                                                                                "00"
+                                                                                                "00"
+                                                                                                ":4"
+                                                                                                "3:"
+                                                                                                "00"
+                                                                                                "."
+                                                                                                "0") "clock_event="
+                                                                                                     "\"power_cap\",window_size_in_ms=\"60000\",pod=\"p\"} 3\n");
+#undef FIXED
+    exporter_counters_release(&c);
+}
+
 static void test_label_fields(void **state)
 {
     (void)state;
@@ -447,7 +538,7 @@ int main(void)
         cmocka_unit_test(test_mig_series),   cmocka_unit_test(test_pods_and_old_namespace),
         cmocka_unit_test(test_model_name),   cmocka_unit_test(test_xid),
         cmocka_unit_test(test_label_fields), cmocka_unit_test(test_values),
-        cmocka_unit_test(test_cap),
+        cmocka_unit_test(test_cap),          cmocka_unit_test(test_window_counts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

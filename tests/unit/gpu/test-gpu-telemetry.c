@@ -132,6 +132,7 @@ static void test_h100_every_metric(void **state)
     assert_between(&s, GPU_METRIC_PCIE_TX_BYTES, 250000 * 0.9 * 1024, 250000 * 1.1 * 1024);
     assert_between(&s, GPU_METRIC_PCIE_RX_BYTES, 900000 * 0.9 * 1024, 900000 * 1.1 * 1024);
     assert_true(whole(s.v[GPU_METRIC_PCIE_TX_BYTES] / 1024));
+    assert_between(&s, GPU_METRIC_CLOCK_EVENT_REASONS, 0, 0); /* busy: no reason */
 
     /* The second read has GPM, as ratios. */
     s = read_ok(c, 0, -1, ALL, &unsupported);
@@ -147,7 +148,8 @@ static void test_h100_every_metric(void **state)
     assert_between(&s, GPU_METRIC_POWER_USAGE, 72.5 * 0.95, 72.5 * 1.05);
     assert_between(&s, GPU_METRIC_SM_CLOCK, 345, 345);
     assert_between(&s, GPU_METRIC_CORRECTABLE_REMAPPED_ROWS, 1, 1);
-    assert_between(&s, GPU_METRIC_NVLINK_BANDWIDTH_TOTAL, 0, 0); /* no traffic */
+    assert_between(&s, GPU_METRIC_NVLINK_BANDWIDTH_TOTAL, 0, 0);  /* no traffic */
+    assert_between(&s, GPU_METRIC_CLOCK_EVENT_REASONS, 0x1, 0x1); /* GpuIdle */
     teardown_ctx(c);
 }
 
@@ -326,11 +328,14 @@ static void test_events_change_values(void **state)
     append(c, "{\"gpu\": 1, \"type\": \"pcie-replay\", \"count\": 3}\n");
     append(c, "{\"gpu\": 1, \"type\": \"pcie-replay\"}\n");
     append(c, "{\"gpu\": 1, \"type\": \"remap\", \"bogus\": 1}\n"); /* skipped, with a message */
+    append(c, "{\"gpu\": 1, \"type\": \"telemetry\", \"clocksEventReasons\": 36}\n");
+    append(c, "{\"gpu\": 1, \"type\": \"telemetry\", \"clocksEventReasons\": 512}\n"); /* skipped */
     s = read_ok(c, 1, -1, ALL, NULL);
     assert_between(&s, GPU_METRIC_CORRECTABLE_REMAPPED_ROWS, 2, 2);
     assert_between(&s, GPU_METRIC_UNCORRECTABLE_REMAPPED_ROWS, 1, 1);
     assert_between(&s, GPU_METRIC_ROW_REMAP_FAILURE, 1, 1);
     assert_between(&s, GPU_METRIC_PCIE_REPLAY, 4, 4);
+    assert_between(&s, GPU_METRIC_CLOCK_EVENT_REASONS, 0x24, 0x24);
 
     /* Energy keeps growing at the new power. */
     double deadline = now_s() + DEADLINE_S;
@@ -449,6 +454,7 @@ static void test_bad_profile(void **state)
         {"telemetry: {bogus: 1}", "bogus"},
         {"telemetry: {vgpuLicense: maybe}", "vgpuLicense"},
         {"telemetry: {remappedRows: {correctable: -1}}", "correctable"},
+        {"telemetry: {clocksEventReasons: 1024}", "clocksEventReasons"},
     };
     char *dir = test_tmpdir();
     char path[4200], text[1024];
@@ -482,7 +488,9 @@ static void test_older_driver(void **state)
     c->nvml->fn.nvmlDeviceGetMemoryInfo_v2 = NULL;
     c->nvml->fn.nvmlDeviceGetTemperatureV = NULL;
     c->nvml->fn.nvmlGpmQueryDeviceSupport = NULL;
+    c->nvml->fn.nvmlDeviceGetCurrentClocksEventReasons = NULL;
     struct gpu_sample s = read_ok(c, 0, -1, ALL, &unsupported);
+    assert_true(s.have & BIT(GPU_METRIC_CLOCK_EVENT_REASONS)); /* under its older name */
     assert_int_equal(unsupported,
                      BIT(GPU_METRIC_FB_RESERVED) | BIT(GPU_METRIC_VGPU_LICENSE_STATUS) | GPM_BITS);
     /* v1's used includes what the driver reserves. */
