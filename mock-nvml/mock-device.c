@@ -446,15 +446,20 @@ nvmlReturn_t nvmlDeviceGetPersistenceMode(nvmlDevice_t device, nvmlEnableState_t
 static void memory_of(const struct nvmlDevice_st *dev, unsigned long long *total,
                       unsigned long long *reserved, unsigned long long *used)
 {
+    unsigned long long procs = mock_process_memory(dev);
+
     if (dev->ci) {
         *total = dev->ci->gi->prof->mem_mib * MIB;
         *reserved = 0;
-        *used = 0;
+        *used = procs < *total ? procs : *total;
         return;
     }
     *total = dev->gpu->mem_mib * MIB;
     *reserved = dev->gpu->reserved_mib * MIB;
+    /* What the profile says is allocated, or more when its processes hold more. */
     *used = dev->gpu->used_mib * MIB;
+    if (procs > *used)
+        *used = procs < *total - *reserved ? procs : *total - *reserved;
 }
 
 nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory)

@@ -3,10 +3,11 @@
  * Events and fault injection. The fault file (MOCK_NVML_EVENTS, or the profile's events:) is
  * tailed: every call that touches a device stats it and, when it grew, reads the new complete
  * lines, each a JSON object naming a GPU and what happens to it (an XID, an ECC error, the GPU
- * falling off the bus or coming back). An event goes into the queue of every event set that
- * registered its type on that GPU; nvmlEventSetWait_v2 sleeps on a condition variable until
- * something is queued or its timeout passes, re-reading the file every few milliseconds so that
- * lines appear even when no other thread calls in.
+ * falling off the bus or coming back; telemetry values and running processes change too). An
+ * event goes into the queue of every event set that registered its type on that GPU;
+ * nvmlEventSetWait_v2 sleeps on a condition variable until something is queued or its timeout
+ * passes, re-reading the file every few milliseconds so that lines appear even when no other
+ * thread calls in.
  *
  * The reader's position and the losses it caused are process-wide and survive nvmlShutdown, like a
  * driver whose state outlives one client: re-initialising never replays a line. Bad lines are
@@ -177,6 +178,18 @@ static void apply_telemetry(const json_t *obj, const char *type)
     (void)mock_telemetry_event(gpu, type, obj, line_message);
 }
 
+/* process and process-exit lines change the processes of a GPU or MIG device. */
+static void apply_process(const json_t *obj, const char *type)
+{
+    unsigned gpu, gi = NVML_EVENT_NO_INSTANCE, ci = NVML_EVENT_NO_INSTANCE;
+
+    if (!resolve_gpu(json_object_get(obj, "gpu"), &gpu, &gi, &ci)) {
+        line_error("%s", "\"gpu\" is not an index or UUID of this node");
+        return;
+    }
+    (void)mock_process_event(gpu, gi, ci, type, obj, line_message);
+}
+
 static void apply_object(const json_t *obj)
 {
     struct mock_event e = {.gi = NVML_EVENT_NO_INSTANCE, .ci = NVML_EVENT_NO_INSTANCE};
@@ -187,6 +200,10 @@ static void apply_object(const json_t *obj)
 
     if (type && mock_telemetry_type(type)) {
         apply_telemetry(obj, type);
+        return;
+    }
+    if (type && mock_process_type(type)) {
+        apply_process(obj, type);
         return;
     }
     if (!check_keys(obj) || !(f = find_fault(obj)))

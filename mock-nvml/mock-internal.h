@@ -32,6 +32,7 @@
 #define MOCK_MEM_SLICES 8      /* memory slices of a MIG-capable GPU (placement units) */
 #define MOCK_UUID_MAX 48       /* "GPU-" / "MIG-" + 36 characters + NUL */
 #define MOCK_STR_MAX 96
+#define MOCK_MAX_PROCESSES 128 /* per GPU */
 
 /* One GPU instance profile of a MIG table (one line of `nvidia-smi mig -lgip`). */
 struct mock_gi_profile {
@@ -122,6 +123,14 @@ struct mock_telemetry {
     double nvlink_kib;
 };
 
+/* A process running on a GPU or on one compute instance of it (mock-process.c). */
+struct mock_process {
+    unsigned pid;
+    unsigned long long mem_bytes; /* NVML_VALUE_NOT_AVAILABLE when the profile gives none */
+    unsigned sm_util, mem_util;   /* % */
+    unsigned gi, ci;              /* its compute instance; NVML_EVENT_NO_INSTANCE on a full GPU */
+};
+
 struct mock_gpu {
     unsigned index;
     struct nvmlDevice_st *handle;
@@ -152,6 +161,8 @@ struct mock_gpu {
     struct nvmlDevice_st *migs; /* MIG devices, in MIG index order */
     size_t n_migs;
     struct mock_telemetry tel;
+    struct mock_process procs[MOCK_MAX_PROCESSES];
+    size_t n_procs;
 };
 
 struct mock_topology_override {
@@ -296,3 +307,14 @@ bool mock_telemetry_event(unsigned gpu, const char *type, const json_t *obj,
 bool mock_telemetry_type(const char *type);
 /* At the last shutdown: frees the GPM samples still allocated. */
 void mock_telemetry_release(void);
+
+/* Processes (mock-process.c). */
+/* Whether type is one of the process line types (process, process-exit). */
+bool mock_process_type(const char *type);
+/* Applies a process line to GPU gpu, on the compute instance gi/ci when a MIG UUID named it
+ * (NVML_EVENT_NO_INSTANCE otherwise); false (after a message through err) when the line is bad.
+ * Lock held. */
+bool mock_process_event(unsigned gpu, unsigned gi, unsigned ci, const char *type, const json_t *obj,
+                        void (*err)(const char *msg));
+/* The bytes the processes on dev hold (a MIG device: its GPU instance's), known values only. */
+unsigned long long mock_process_memory(const struct nvmlDevice_st *dev);

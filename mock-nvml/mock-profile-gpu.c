@@ -36,6 +36,7 @@ static const char *const gpu_keys[] = {"busId",
                                        "nvlink",
                                        "mig",
                                        "telemetry",
+                                       "processes",
                                        NULL};
 
 static const struct name_value architectures[] = {
@@ -312,6 +313,8 @@ static int load_gpu(struct loader *L, const json_t *g, struct mock_gpu *gpu)
         r = mock_read_mig(L, g, gpu);
     if (r >= 0)
         r = mock_read_telemetry(L, g, gpu);
+    if (r >= 0)
+        r = mock_read_processes(L, g, gpu);
     return r;
 }
 

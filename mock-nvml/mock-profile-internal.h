@@ -51,5 +51,7 @@ _wur_ int mock_read_nvlink(struct loader *L, const json_t *g, struct mock_gpu *g
 _wur_ int mock_check_peers(struct loader *L);
 /* A GPU's `telemetry` (mock-telemetry.c); defaults when absent. */
 _wur_ int mock_read_telemetry(struct loader *L, const json_t *g, struct mock_gpu *gpu);
+/* A GPU's `processes` (mock-process.c), after its MIG instances. */
+_wur_ int mock_read_processes(struct loader *L, const json_t *g, struct mock_gpu *gpu);
 /* A GPU's `mig` (mock-profile-mig.c). */
 _wur_ int mock_read_mig(struct loader *L, const json_t *g, struct mock_gpu *gpu);

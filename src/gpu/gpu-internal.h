@@ -88,3 +88,12 @@ void gpu_topology_fill(struct gpu_nvml *nvml, struct gpu_inventory *inv,
  * NVML error that ended the walk (GPU_IS_LOST); individual unreadable MIG devices are skipped. */
 nvmlReturn_t gpu_mig_read(struct gpu_nvml *nvml, nvmlDevice_t parent, uint64_t parent_total_bytes,
                           struct gpu_device *dev);
+
+/* The NVML handle of GPU gpu (inventory index) or its MIG device mig (-1: the GPU), as telemetry
+ * caches it (looked up at the first use), and the library to call it with. -EINVAL for a device the
+ * inventory does not have, -ENODEV lost, -ENOENT gone (a MIG device reconfigured away), -EIO. */
+_wur_ int gpu_telemetry_handle(struct gpu_telemetry *t, size_t gpu, int mig, nvmlDevice_t *ret,
+                               struct gpu_nvml **ret_nvml);
+/* Drops the cached handle after the device answered GPU_IS_LOST: the next use looks it up afresh.
+ */
+void gpu_telemetry_forget(struct gpu_telemetry *t, size_t gpu, int mig);

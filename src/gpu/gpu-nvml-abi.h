@@ -392,6 +392,33 @@ typedef struct nvmlGridLicensableFeatures_st {
     nvmlGridLicensableFeature_t gridLicensableFeatures[NVML_GRID_LICENSE_FEATURE_MAX_COUNT];
 } nvmlGridLicensableFeatures_t;
 
+/* Running processes: the entry of nvmlDeviceGetComputeRunningProcesses_v3 and _v2 (24 bytes), and
+ * the shorter one of the unversioned function that drivers before the v2 entry export. */
+#define NVML_VALUE_NOT_AVAILABLE                                                                   \
+    0xFFFFFFFFFFFFFFFFull /* the header's (-1): usedGpuMemory unknown */
+
+typedef struct nvmlProcessInfo_st {
+    unsigned int pid;
+    unsigned long long usedGpuMemory; /* bytes, or NVML_VALUE_NOT_AVAILABLE */
+    unsigned int gpuInstanceId;       /* 0xFFFFFFFF when not on a MIG device */
+    unsigned int computeInstanceId;
+} nvmlProcessInfo_t;
+
+typedef struct nvmlProcessInfo_v1_st {
+    unsigned int pid;
+    unsigned long long usedGpuMemory;
+} nvmlProcessInfo_v1_t;
+
+/* One sample of nvmlDeviceGetProcessUtilization: a process' share of the GPU's engines. */
+typedef struct nvmlProcessUtilizationSample_st {
+    unsigned int pid;
+    unsigned long long timeStamp; /* CPU time of the sample, microseconds */
+    unsigned int smUtil;          /* % */
+    unsigned int memUtil;
+    unsigned int encUtil;
+    unsigned int decUtil;
+} nvmlProcessUtilizationSample_t;
+
 /* GPM (GPU performance monitoring, Hopper and later): metrics computed between two samples taken
  * more than 100 ms apart. The version fields are plain small integers, not size | N << 24. */
 typedef struct nvmlGpmSample_st *nvmlGpmSample_t;
@@ -457,6 +484,12 @@ _Static_assert(sizeof(nvmlGridLicensableFeature_t) == 284, "nvmlGridLicensableFe
 _Static_assert(offsetof(nvmlGridLicensableFeature_t, licenseExpiry) == 268,
                "nvmlGridLicensableFeature_t offset");
 _Static_assert(sizeof(nvmlGridLicensableFeatures_t) == 860, "nvmlGridLicensableFeatures_t");
+_Static_assert(sizeof(nvmlProcessInfo_t) == 24, "nvmlProcessInfo_t layout");
+_Static_assert(offsetof(nvmlProcessInfo_t, gpuInstanceId) == 16, "nvmlProcessInfo_t offset");
+_Static_assert(sizeof(nvmlProcessInfo_v1_t) == 16, "nvmlProcessInfo_v1_t layout");
+_Static_assert(sizeof(nvmlProcessUtilizationSample_t) == 32, "nvmlProcessUtilizationSample_t");
+_Static_assert(offsetof(nvmlProcessUtilizationSample_t, smUtil) == 16,
+               "nvmlProcessUtilizationSample_t offset");
 _Static_assert(sizeof(nvmlGpmSupport_t) == 8, "nvmlGpmSupport_t layout");
 _Static_assert(sizeof(nvmlGpmMetric_t) == 40, "nvmlGpmMetric_t layout");
 _Static_assert(sizeof(nvmlGpmMetricsGet_t) == 13344, "nvmlGpmMetricsGet_t layout");
@@ -577,6 +610,15 @@ _Static_assert(offsetof(nvmlGpmMetricsGet_t, metrics) == 24, "nvmlGpmMetricsGet_
             (nvmlDevice_t device, unsigned long long *clocksThrottleReasons))                      \
     NVML_FN(nvmlReturn_t, nvmlDeviceGetPcieThroughput,                                             \
             (nvmlDevice_t device, nvmlPcieUtilCounter_t counter, unsigned int *value))             \
+    NVML_FN(nvmlReturn_t, nvmlDeviceGetComputeRunningProcesses_v3,                                 \
+            (nvmlDevice_t device, unsigned int *infoCount, nvmlProcessInfo_t *infos))              \
+    NVML_FN(nvmlReturn_t, nvmlDeviceGetComputeRunningProcesses_v2,                                 \
+            (nvmlDevice_t device, unsigned int *infoCount, nvmlProcessInfo_t *infos))              \
+    NVML_FN(nvmlReturn_t, nvmlDeviceGetComputeRunningProcesses,                                    \
+            (nvmlDevice_t device, unsigned int *infoCount, nvmlProcessInfo_v1_t *infos))           \
+    NVML_FN(nvmlReturn_t, nvmlDeviceGetProcessUtilization,                                         \
+            (nvmlDevice_t device, nvmlProcessUtilizationSample_t * utilization,                    \
+             unsigned int *processSamplesCount, unsigned long long lastSeenTimeStamp))             \
     NVML_FN(nvmlReturn_t, nvmlGpmQueryDeviceSupport,                                               \
             (nvmlDevice_t device, nvmlGpmSupport_t * gpmSupport))                                  \
     NVML_FN(nvmlReturn_t, nvmlGpmSampleAlloc, (nvmlGpmSample_t * gpmSample))                       \

@@ -627,6 +627,27 @@ static int acquire(struct gpu_telemetry *t, const struct gpu_device *gpu, int mi
     return 0;
 }
 
+int gpu_telemetry_handle(struct gpu_telemetry *t, size_t gpu, int mig, nvmlDevice_t *ret,
+                         struct gpu_nvml **ret_nvml)
+{
+    if (!t || gpu >= t->n_gpus || (mig >= 0 && (size_t)mig >= t->gpus[gpu].n_migs))
+        return -EINVAL;
+    struct tel_device *dev = mig < 0 ? &t->gpus[gpu].full : &t->gpus[gpu].migs[mig];
+    int r = acquire(t, &t->inv->devices[gpu], mig, dev);
+    if (r < 0)
+        return r;
+    *ret = dev->handle;
+    *ret_nvml = t->nvml;
+    return 0;
+}
+
+void gpu_telemetry_forget(struct gpu_telemetry *t, size_t gpu, int mig)
+{
+    if (!t || gpu >= t->n_gpus || (mig >= 0 && (size_t)mig >= t->gpus[gpu].n_migs))
+        return;
+    (mig < 0 ? &t->gpus[gpu].full : &t->gpus[gpu].migs[mig])->handle = NULL;
+}
+
 typedef void (*group_fn)(struct reading *rd);
 
 int gpu_telemetry_read(struct gpu_telemetry *t, size_t gpu, int mig, uint64_t want,

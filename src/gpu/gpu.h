@@ -3,7 +3,8 @@
  * The GPUs of this node, as NVML reports them: loading the driver's library, the inventory
  * (identity, memory, PCI, NUMA, compute capability, MIG devices), the GPU-to-GPU topology, and a
  * source of health events (XID errors, ECC) that runs on a worker thread and delivers on an event
- * loop, and the telemetry a metrics exporter reads (clocks, power, utilisation, counters).
+ * loop, and the telemetry a metrics exporter reads (clocks, power, utilisation, counters, and the
+ * processes running on each device with their memory and utilisation).
  *
  * Everything NVML says is copied into plain structs owned by the inventory, so daemons never hold
  * NVML handles across calls. A GPU that fails with NVML_ERROR_GPU_IS_LOST (or another per-device
@@ -284,3 +285,43 @@ _wur_ int gpu_telemetry_read(struct gpu_telemetry *t, size_t gpu, int mig, uint6
 
 /* Whether the metric's values are whole numbers (printed as integers) rather than fractions. */
 bool gpu_metric_is_integer(enum gpu_metric m);
+
+/* ---- running processes (gpu-process.c) ---- */
+
+/* The most processes (and ten times as many utilisation samples) read from one device. */
+#define GPU_PROCESSES_MAX 4096u
+#define GPU_PROCESS_MEMORY_UNKNOWN UINT64_MAX
+
+/* A compute process on a GPU or MIG device, as NVML lists it. */
+struct gpu_process {
+    uint32_t pid;          /* in the host's PID namespace */
+    uint64_t memory_bytes; /* GPU memory it holds; GPU_PROCESS_MEMORY_UNKNOWN when the driver
+                              cannot tell (no permission, WDDM) */
+};
+
+/* A process' newest utilisation sample. */
+struct gpu_process_util {
+    uint32_t pid;
+    uint64_t timestamp_us; /* CPU time of the sample */
+    unsigned sm_util;      /* % of the SMs */
+    unsigned mem_util;     /* % of the memory interface */
+};
+
+/*
+ * The compute processes of GPU gpu (inventory index) or of its MIG device mig (-1: the GPU itself;
+ * on a GPU in MIG mode that is every MIG device's), from nvmlDeviceGetComputeRunningProcesses (_v3,
+ * else _v2, else the unversioned symbol of older drivers). *ret (free()) is NULL when none runs.
+ * -EOPNOTSUPP when the device cannot list them, -EACCES, -ENODEV lost, -EIO, -ENOMEM. Blocks in
+ * NVML: call it on the thread that calls gpu_telemetry_read, never at the same time.
+ */
+_wur_ int gpu_processes_read(struct gpu_telemetry *t, size_t gpu, int mig, struct gpu_process **ret,
+                             size_t *ret_n);
+
+/*
+ * Each process' newest utilisation sample on GPU gpu or MIG device mig among those the driver
+ * keeps newer than since_us (nvmlDeviceGetProcessUtilization; 0: all it keeps), by pid. No sample
+ * at all (NOT_FOUND) is an empty answer. Errors and threads as gpu_processes_read.
+ */
+_wur_ int gpu_process_utilization_read(struct gpu_telemetry *t, size_t gpu, int mig,
+                                       uint64_t since_us, struct gpu_process_util **ret,
+                                       size_t *ret_n);
