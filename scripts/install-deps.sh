@@ -14,6 +14,7 @@ protobuf-c-compiler protobuf-compiler
 valgrind python3 python3-pytest python3-yaml python3-jsonschema python3-cryptography
 python3-grpcio python3-grpc-tools python3-protobuf
 golang-go golang-google-grpc-dev golang-google-protobuf-dev protoc-gen-go protoc-gen-go-grpc
+golang-github-masterminds-sprig-dev golang-gopkg-yaml.v2-dev
 podman runc busybox-static
 prometheus
 "
