@@ -779,3 +779,139 @@ def test_build_image_script_names_the_tools():
     assert "podman" in text and "buildah" in text and "deploy/Dockerfile" in text
     p = subprocess.run(["sh", "-n", str(ROOT / "scripts" / "build-image.sh")], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
+
+
+# -- RBAC: the operator holds what it grants and what it applies --------------------------------
+
+# kind -> (API group, resource) of what the operator renders
+RESOURCES = {
+    "ServiceAccount": ("", "serviceaccounts"), "ConfigMap": ("", "configmaps"), "Service": ("", "services"),
+    "Namespace": ("", "namespaces"), "DaemonSet": ("apps", "daemonsets"),
+    "Role": ("rbac.authorization.k8s.io", "roles"), "RoleBinding": ("rbac.authorization.k8s.io", "rolebindings"),
+    "ClusterRole": ("rbac.authorization.k8s.io", "clusterroles"),
+    "ClusterRoleBinding": ("rbac.authorization.k8s.io", "clusterrolebindings"),
+    "RuntimeClass": ("node.k8s.io", "runtimeclasses"),
+}
+CLUSTER_SCOPED = {"Namespace", "ClusterRole", "ClusterRoleBinding", "RuntimeClass"}
+
+
+def allows(rules, group, resource, verb, name=None):
+    for r in rules:
+        if group not in r.get("apiGroups", []) and "*" not in r.get("apiGroups", []):
+            continue
+        if resource not in r.get("resources", []) and "*" not in r.get("resources", []):
+            continue
+        if verb not in r["verbs"] and "*" not in r["verbs"]:
+            continue
+        names = r.get("resourceNames")
+        if names and name not in names:
+            continue
+        return True
+    return False
+
+
+def uncovered(holder, rules):
+    """The (group, resource, verb) triples of rules that holder's rules do not allow."""
+    out = []
+    for r in rules:
+        assert not r.get("nonResourceURLs"), r
+        for g in r["apiGroups"]:
+            for res in r["resources"]:
+                for v in r["verbs"]:
+                    names = r.get("resourceNames") or [None]
+                    if not all(allows(holder, g, res, v, n) for n in names):
+                        out.append((g, res, v))
+    return out
+
+
+def operator_rules(docs):
+    kinds = by_kind(docs)
+    return kinds["ClusterRole"][0]["rules"], kinds["Role"][0]["rules"]
+
+
+def test_rbac_rule_checker():
+    holder = [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]},
+              {"apiGroups": ["apps"], "resources": ["*"], "verbs": ["get"]},
+              {"apiGroups": ["x"], "resources": ["leases"], "resourceNames": ["a"], "verbs": ["update"]}]
+    assert uncovered(holder, [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]) == []
+    assert uncovered(holder, [{"apiGroups": ["apps"], "resources": ["daemonsets"], "verbs": ["get"]}]) == []
+    assert uncovered(holder, [{"apiGroups": [""], "resources": ["pods"], "verbs": ["watch"]}]) == [("", "pods", "watch")]
+    assert uncovered(holder, [{"apiGroups": ["x"], "resources": ["leases"], "verbs": ["update"]}])
+    assert not uncovered(holder, [{"apiGroups": ["x"], "resources": ["leases"], "resourceNames": ["a"],
+                                   "verbs": ["update"]}])
+
+
+def operator_render(gp_binary, cp, tmp_path, name):
+    f = tmp_path / f"{name}.yaml"
+    f.write_text(yaml.safe_dump(dict(cp, metadata=dict(cp["metadata"], uid="0000-1111"))))
+    p = subprocess.run([str(gp_binary), "operator", "render", "-f", str(f), "-n", "gpu-operator", "-o", "json"],
+                       capture_output=True, text=True, timeout=60)
+    if p.returncode == 2 and "render" not in (p.stdout + p.stderr):
+        pytest.skip("this build has no `gpuplane operator render`")
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    assert doc["kind"] == "List"
+    return doc["items"]
+
+
+RBAC_CASES = {
+    "defaults": [],
+    "everything": ["--set", "psa.enabled=true,draDriver.enabled=true,dcgmExporter.enablePodLabels=true,"
+                   "dcgmExporter.enablePodUID=true,devicePlugin.config.name=plugin-configs,"
+                   "devicePlugin.config.default=any,dcgmExporter.config.name=metrics"],
+    "node-feature-files": ["-f", None],
+}
+
+
+@pytest.mark.parametrize("case", sorted(RBAC_CASES))
+def test_operator_holds_what_it_grants_and_applies(renderer, tmp_path, case):
+    """Every rule of every Role/ClusterRole `gpuplane operator render` makes from the chart's
+    ClusterPolicy is held by the operator (the API server's escalation check), and the operator may
+    get, create, update and delete every kind it applies (a ServiceAccount is never updated, the
+    namespace only patched)."""
+    binary = BUILD / "gpuplane"
+    if not binary.exists():
+        pytest.skip(f"{binary} is not built")
+    args = list(RBAC_CASES[case])
+    if None in args:
+        args[args.index(None)] = str(values_file(tmp_path, "gfd:\n  env:\n  - {name: USE_NODE_FEATURE_API, "
+                                                           "value: 'false'}\n"))
+    docs = render_chart(renderer, *args)
+    cluster, ns = operator_rules(docs)
+    objects = operator_render(binary, cluster_policy(docs), tmp_path, case)
+    assert objects
+    problems = []
+    for o in objects:
+        kind, meta = o["kind"], o["metadata"]
+        if kind == "ClusterRole":
+            problems += [(kind, meta["name"], t) for t in uncovered(cluster, o["rules"])]
+        elif kind == "Role":
+            assert meta["namespace"] == "gpu-operator"
+            problems += [(kind, meta["name"], t) for t in uncovered(cluster + ns, o["rules"])]
+        assert kind in RESOURCES, f"the operator renders a {kind}: add it to the chart's RBAC and RESOURCES"
+        group, resource = RESOURCES[kind]
+        holder = cluster if kind in CLUSTER_SCOPED else cluster + ns
+        verbs = {"Namespace": ["get", "patch"], "ServiceAccount": ["get", "create", "delete"]}.get(
+            kind, ["get", "create", "update", "delete"])
+        for v in verbs:
+            if not allows(holder, group, resource, v, meta["name"]):
+                problems.append((kind, meta["name"], (group, resource, v)))
+    assert problems == []
+
+
+def test_operator_rbac_is_least_privilege(renderer):
+    """No wildcard, no secrets, no escalate/bind/impersonate, nothing outside the operator's work."""
+    cluster, ns = operator_rules(render_chart(renderer))
+    for r in cluster + ns:
+        for field in ("apiGroups", "resources", "verbs"):
+            assert "*" not in r[field], r
+        assert not {"escalate", "bind", "impersonate", "deletecollection"} & set(r["verbs"]), r
+        assert "secrets" not in r["resources"], r
+    assert allows(cluster, "nvidia.com", "clusterpolicies", "watch")
+    assert allows(cluster, "nvidia.com", "clusterpolicies/status", "update")
+    assert not allows(cluster, "nvidia.com", "clusterpolicies", "update")
+    assert allows(cluster, "", "nodes", "patch") and allows(cluster, "", "namespaces", "patch")
+    assert not allows(cluster, "", "namespaces", "delete")
+    assert allows(ns, "coordination.k8s.io", "leases", "update", "53822513.nvidia.com")
+    assert not allows(ns, "coordination.k8s.io", "leases", "update", "other")
+    assert allows(ns, "apps", "daemonsets", "watch") and not allows(cluster, "apps", "daemonsets", "create")
