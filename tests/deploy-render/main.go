@@ -12,7 +12,10 @@
 //
 // Usage: deploy-render [-f VALUES]... [--set k=v[,k=v]]... [--set-string k=v]... [-n NAMESPACE]
 //
-//	[--name RELEASE] [--include-crds] CHART_DIR
+//	[--name RELEASE] [--include-crds] [--notes] CHART_DIR
+//
+// --notes prints the rendered templates/NOTES.txt instead of the manifests (it is always rendered,
+// so an error in it fails the rendering, as with Helm).
 package main
 
 import (
@@ -55,12 +58,13 @@ type options struct {
 	namespace   string
 	name        string
 	includeCRDs bool
+	notes       bool
 	chart       string
 }
 
 func usage() {
 	fmt.Fprintln(os.Stderr, "usage: deploy-render [-f VALUES]... [--set k=v]... [--set-string k=v]... "+
-		"[-n NAMESPACE] [--name RELEASE] [--include-crds] CHART_DIR")
+		"[-n NAMESPACE] [--name RELEASE] [--include-crds] [--notes] CHART_DIR")
 	os.Exit(2)
 }
 
@@ -88,6 +92,8 @@ func parseArgs(args []string) options {
 			o.name = next(&i)
 		case a == "--include-crds":
 			o.includeCRDs = true
+		case a == "--notes":
+			o.notes = true
 		case a == "-h" || a == "--help":
 			usage()
 		case strings.HasPrefix(a, "-"):
@@ -500,9 +506,10 @@ func render(o options) (string, error) {
 	sort.Strings(names)
 
 	var manifests []manifest
+	notes := ""
 	for _, name := range names {
 		base := filepath.Base(name)
-		if strings.HasPrefix(base, "_") || strings.HasSuffix(base, "NOTES.txt") {
+		if strings.HasPrefix(base, "_") {
 			continue
 		}
 		data := map[string]interface{}{
@@ -514,6 +521,10 @@ func render(o options) (string, error) {
 			return "", err
 		}
 		out := strings.ReplaceAll(buf.String(), "<no value>", "")
+		if name == chartName+"/templates/NOTES.txt" {
+			notes = out
+			continue
+		}
 		for _, doc := range splitDocuments(out) {
 			var head struct {
 				Kind string `yaml:"kind"`
@@ -537,6 +548,9 @@ func render(o options) (string, error) {
 		return a < b
 	})
 
+	if o.notes {
+		return notes, nil
+	}
 	var sb strings.Builder
 	if o.includeCRDs {
 		crds, _ := filepath.Glob(filepath.Join(chartDir, "crds", "*"))

@@ -915,3 +915,11 @@ def test_operator_rbac_is_least_privilege(renderer):
     assert allows(ns, "coordination.k8s.io", "leases", "update", "53822513.nvidia.com")
     assert not allows(ns, "coordination.k8s.io", "leases", "update", "other")
     assert allows(ns, "apps", "daemonsets", "watch") and not allows(cluster, "apps", "daemonsets", "create")
+
+
+def test_chart_notes(renderer):
+    notes = run_render(renderer, "--notes", "-n", "gpu-operator").stdout
+    assert "kubectl get clusterpolicy cluster-policy" in notes
+    assert f"ghcr.io/gpuplane/gpuplane:{cmake_version()}" in notes
+    notes = run_render(renderer, "--notes", "--set", "clusterPolicy.deployCR=false").stdout
+    assert "No ClusterPolicy was created" in notes
