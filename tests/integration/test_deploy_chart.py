@@ -841,11 +841,17 @@ def test_rbac_rule_checker():
                                    "verbs": ["update"]}])
 
 
-def operator_render(gp_binary, cp, tmp_path, name):
+def operator_render(gp_binary, docs, tmp_path, name):
+    """What `gpuplane operator render` makes of the chart's ClusterPolicy, in the environment the
+    chart gives the operator."""
+    cp = cluster_policy(docs)
     f = tmp_path / f"{name}.yaml"
     f.write_text(yaml.safe_dump(dict(cp, metadata=dict(cp["metadata"], uid="0000-1111"))))
+    _, c = operator_container(docs)
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_IMAGE")}
+    env.update({e["name"]: e["value"] for e in c["env"] if "value" in e})
     p = subprocess.run([str(gp_binary), "operator", "render", "-f", str(f), "-n", "gpu-operator", "-o", "json"],
-                       capture_output=True, text=True, timeout=60)
+                       capture_output=True, text=True, timeout=60, env=env)
     if p.returncode == 2 and "render" not in (p.stdout + p.stderr):
         pytest.skip("this build has no `gpuplane operator render`")
     assert p.returncode == 0, p.stderr
@@ -878,7 +884,7 @@ def test_operator_holds_what_it_grants_and_applies(renderer, tmp_path, case):
                                                            "value: 'false'}\n"))
     docs = render_chart(renderer, *args)
     cluster, ns = operator_rules(docs)
-    objects = operator_render(binary, cluster_policy(docs), tmp_path, case)
+    objects = operator_render(binary, docs, tmp_path, case)
     assert objects
     problems = []
     for o in objects:
