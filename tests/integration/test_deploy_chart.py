@@ -929,3 +929,25 @@ def test_chart_notes(renderer):
     assert f"ghcr.io/gpuplane/gpuplane:{cmake_version()}" in notes
     notes = run_render(renderer, "--notes", "--set", "clusterPolicy.deployCR=false").stdout
     assert "No ClusterPolicy was created" in notes
+
+
+def example_cluster_policies():
+    out = []
+    for f in sorted((ROOT / "examples").rglob("*.yaml")):
+        try:
+            docs = list(yaml.safe_load_all(f.read_text()))
+        except yaml.YAMLError:
+            continue
+        out += [(f.relative_to(ROOT), i, d) for i, d in enumerate(docs)
+                if isinstance(d, dict) and d.get("kind") == "ClusterPolicy"]
+    return out
+
+
+def test_example_cluster_policies_against_the_crd():
+    """Every ClusterPolicy under examples/ is one the API server accepts with this CRD."""
+    examples = example_cluster_policies()
+    if not examples:
+        pytest.skip("no ClusterPolicy under examples/")
+    for path, i, doc in examples:
+        assert doc["apiVersion"] == "nvidia.com/v1", path
+        assert object_errors(doc) == [], (str(path), i, object_errors(doc)[:5])
