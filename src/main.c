@@ -16,6 +16,7 @@
 #include "exporter.h"
 #include "info.h"
 #include "nvcdi-cmd.h"
+#include "operator.h"
 #include "schedcmd.h"
 
 #ifndef GP_VERSION
@@ -41,6 +42,7 @@ static const struct command COMMANDS[] = {
     {"dra-driver", "the DRA kubelet driver for NVIDIA GPUs (gpu.nvidia.com)", dra_main},
     {"discover", "GPU feature discovery: NVIDIA GFD's node labels", discover_main},
     {"exporter", "Prometheus metrics of the GPUs under dcgm-exporter's names", exporter_main},
+    {"operator", "the GPU operator: ClusterPolicy to DaemonSets (also operator render)", op_main},
     {"cel", "evaluate CEL expressions as DRA device selectors (cel eval)", celcmd_main},
     {"allocate", "allocate DRA ResourceClaims to devices on a node", dalloccmd_main},
     {"schedule", "simulate the scheduler placing pods with DRA claims on nodes", schedcmd_main},

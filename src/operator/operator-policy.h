@@ -108,6 +108,7 @@ struct op_policy {
     bool psa_enabled;    /* psa.enabled, nil false */
     bool cdi_enabled;    /* cdi.enabled, nil true */
     bool cdi_default;    /* cdi.default, nil false */
+    bool cdi_nri_plugin; /* cdi.nriPluginEnabled, nil false (needs cdi.enabled and the toolkit) */
 
     /* hostPaths, defaults "/", "/run/nvidia/driver", "/var/lib/kubelet" (absolute, no "..") */
     char *host_root;
@@ -123,6 +124,9 @@ struct op_policy {
     bool driver_rdma_enabled;
     bool driver_rdma_use_host_mofed;
     bool driver_auto_upgrade; /* driver.upgradePolicy.autoUpgrade, nil false */
+    /* driver.manager: the k8s-driver-manager init container (image fields, pull policy, secrets,
+     * env); its enabled is unused */
+    struct op_component_spec driver_manager;
     /* toolkit */
     char *toolkit_install_dir; /* default "/usr/local/nvidia" */
     /* validator */
@@ -134,7 +138,10 @@ struct op_policy {
     char *exporter_pod_label_allowlist;     /* podLabelAllowlistRegex or NULL */
     char *exporter_service_type;            /* service.type or NULL (ClusterIP) */
     char *exporter_internal_traffic_policy; /* service.internalTrafficPolicy or NULL */
+    json_t *exporter_annotations; /* dcgmExporter.annotations: pod template extras (never NULL) */
     /* (comp[OP_DCGM_EXPORTER].config_name: the metrics CSV ConfigMap, key dcgm-metrics.csv) */
+    /* devicePlugin */
+    char *mps_root; /* devicePlugin.mps.root, default "/run/nvidia/mps" */
 
     /* Read for the node labeller; gpuplane deploys none of these. */
     bool dcgm_enabled;                 /* dcgm.enabled, nil true */
