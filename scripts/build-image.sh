@@ -23,7 +23,14 @@ else
     exit 1
 fi
 
-set -- -t "gpuplane:$version" $(for t in "$@"; do printf -- '-t %s ' "$t"; done)
+# The arguments become: -t gpuplane:VERSION -t EXTRA_TAG...
+n=$#
+set -- "$@" -t "gpuplane:$version"
+while [ "$n" -gt 0 ]; do
+    set -- "$@" -t "$1"
+    shift
+    n=$((n - 1))
+done
 echo "build-image: $build -f deploy/Dockerfile $* ."
 # shellcheck disable=SC2086
 exec $build -f deploy/Dockerfile "$@" .

@@ -780,11 +780,27 @@ def _owner(path):
     return {line.split(":")[0].strip() for line in p.stdout.splitlines()}
 
 
-def test_build_image_script_names_the_tools():
-    text = (ROOT / "scripts" / "build-image.sh").read_text()
-    assert "podman" in text and "buildah" in text and "deploy/Dockerfile" in text
-    p = subprocess.run(["sh", "-n", str(ROOT / "scripts" / "build-image.sh")], capture_output=True, text=True)
-    assert p.returncode == 0, p.stderr
+def test_build_image_script(tmp_path):
+    """scripts/build-image.sh builds deploy/Dockerfile with podman (or buildah), tagged
+    gpuplane:<version> plus the tags given, and says what to install when neither is there."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in ("sh", "sed", "dirname"):
+        (bin_dir / tool).symlink_to(subprocess.run(["sh", "-c", f"command -v {tool}"], capture_output=True,
+                                                   text=True, check=True).stdout.strip())
+    script = str(ROOT / "scripts" / "build-image.sh")
+    env = {"PATH": str(bin_dir)}
+    p = subprocess.run([script], capture_output=True, text=True, env=env)
+    assert p.returncode == 1 and "apt-get install podman" in p.stderr
+    for tool, verb in (("buildah", "bud"), ("podman", "build")):
+        (bin_dir / tool).write_text('#!/bin/sh\necho "$0 $*" >"$(dirname "$0")/called"\n')
+        (bin_dir / tool).chmod(0o755)
+        p = subprocess.run([script, "registry.example.com/gpu/gpuplane:1"], capture_output=True, text=True, env=env)
+        assert p.returncode == 0, p.stderr
+        called = (bin_dir / "called").read_text().split()
+        assert pathlib.Path(called[0]).name == tool and called[1] == verb
+        assert called[2:] == ["-f", "deploy/Dockerfile", "-t", f"gpuplane:{cmake_version()}",
+                              "-t", "registry.example.com/gpu/gpuplane:1", "."]
 
 
 # -- RBAC: the operator holds what it grants and what it applies --------------------------------
