@@ -88,35 +88,57 @@ static int plugin_config(struct rctx *c, json_t *pod, json_t *ctr)
     return r;
 }
 
+/* Host paths of the runtime's configuration the toolkit's env may set. */
+static const char *const RUNTIME_CONFIGS[] = {"CONTAINERD_CONFIG", "CRIO_CONFIG"};
+
+/* A variable toolkit.env sets to an absolute path, or NULL. */
+static const char *toolkit_env(const struct op_policy *p, const char *name)
+{
+    size_t i;
+    json_t *e;
+    const char *v = NULL;
+
+    json_array_foreach(p->comp[OP_TOOLKIT].env, i, e)
+    {
+        if (strcmp(json_string_value(json_object_get(e, "name")), name) == 0)
+            v = json_string_value(json_object_get(e, "value"));
+    }
+    return v && op_valid_host_path(v) ? v : NULL;
+}
+
 static int validator_rbac(struct rctx *c, json_t *objects)
 {
-    json_t *rules = json_array();
-    int r = rules ? 0 : -ENOMEM;
+    json_t *rules = json_array(), *ns_rules = json_array();
+    int r = rules && ns_rules ? 0 : -ENOMEM;
 
-    /* The plugin check reads its node's allocatable resources, or, with the DRA driver, the
-     * ResourceSlices published for the node. */
+    /* The driver check looks for the operator's driver DaemonSet; the plugin check reads its
+     * node's allocatable resources, or, with the DRA driver, the ResourceSlices published for
+     * the node. */
+    if (r >= 0)
+        r = r_push(ns_rules, r_rule("apps", (const char *const[]){"daemonsets", NULL}, GLW));
     if (r >= 0)
         r = r_push(rules, r_rule("", (const char *const[]){"nodes", NULL}, GLW));
     if (r >= 0 && c->p->comp[OP_DRA_DRIVER].enabled)
         r = r_push(rules,
                    r_rule("resource.k8s.io", (const char *const[]){"resourceslices", NULL}, GLW));
-    if (r < 0) {
-        json_decref(rules);
-        return r;
-    }
-    r = r_push(objects, r_service_account(c, VALIDATOR, NULL));
     if (r >= 0)
-        r = r_push(objects, r_role(c, "ClusterRole", VALIDATOR, rules));
-    else
-        json_decref(rules);
+        r = r_push(objects, r_service_account(c, VALIDATOR, NULL));
+    if (r >= 0)
+        r = r_push(objects, r_role(c, "Role", VALIDATOR, TAKE_PTR(ns_rules)));
+    if (r >= 0)
+        r = r_push(objects, r_role(c, "ClusterRole", VALIDATOR, TAKE_PTR(rules)));
+    if (r >= 0)
+        r = r_push(objects, r_binding(c, "RoleBinding", VALIDATOR, VALIDATOR, VALIDATOR));
     if (r >= 0)
         r = r_push(objects, r_binding(c, "ClusterRoleBinding", VALIDATOR, VALIDATOR, VALIDATOR));
+    json_decref(rules);
+    json_decref(ns_rules);
     return r;
 }
 
 /* One check of the validator DaemonSet: gpuplane validate <check>, privileged (its status file
  * reaches the host through a Bidirectional mount, which Kubernetes allows only so). */
-static json_t *check_container(struct rctx *c, const char *check, const json_t *env)
+static json_t *check_container(struct rctx *c, const char *check)
 {
     const struct op_component_spec *v = &c->p->comp[OP_VALIDATOR];
     char name[64];
@@ -151,7 +173,6 @@ static json_t *check_container(struct rctx *c, const char *check, const json_t *
     json_decref(sc);
     if (r < 0)
         return json_decref(ctr), NULL;
-    (void)env;
     return ctr;
 }
 
@@ -175,7 +196,7 @@ int op_state_validation(struct rctx *c, json_t *objects)
         return r;
 
     /* driver: the host's driver or the driver container's, waiting until it is there. */
-    drv = check_container(c, "driver", NULL);
+    drv = check_container(c, "driver");
     r = drv ? 0 : -ENOMEM;
     if (r >= 0)
         r = r_env(drv, "WITH_WAIT", "true");
@@ -191,8 +212,6 @@ int op_state_validation(struct rctx *c, json_t *objects)
     if (r >= 0)
         r = r_mount(drv, "driver-install-dir", p->driver_install_dir, false, "HostToContainer",
                     NULL);
-    if (r >= 0)
-        r = r_mount(drv, "host-dev-char", "/host-dev-char", false, NULL, NULL);
     if (r >= 0) {
         r = r_add_init_container(ds.pod, drv);
         drv = NULL;
@@ -201,13 +220,21 @@ int op_state_validation(struct rctx *c, json_t *objects)
     /* toolkit: the runtime can hand GPUs to containers (CDI specs or the runtime's config, read
      * from the host's root). */
     if (r >= 0) {
-        tk = check_container(c, "toolkit", NULL);
+        tk = check_container(c, "toolkit");
         r = tk ? 0 : -ENOMEM;
     }
     if (r >= 0)
         r = r_env(tk, "NVIDIA_VISIBLE_DEVICES", "all");
     if (r >= 0)
         r = r_env(tk, "WITH_WAIT", "false");
+    /* The runtime handler and config files the toolkit was told to use. */
+    if (r >= 0)
+        r = r_env(tk, "VALIDATOR_RUNTIME_CLASS", p->runtime_class);
+    for (size_t i = 0; r >= 0 && i < ARRAY_SIZE(RUNTIME_CONFIGS); i++) {
+        const char *cfg = toolkit_env(p, RUNTIME_CONFIGS[i]);
+        if (cfg)
+            r = r_env(tk, RUNTIME_CONFIGS[i], cfg);
+    }
     if (r >= 0)
         r = r_env_list(tk, p->validator_env[OP_CHECK_TOOLKIT]);
     if (r >= 0)
@@ -219,7 +246,7 @@ int op_state_validation(struct rctx *c, json_t *objects)
 
     /* plugin: the node advertises GPUs (device plugin) or publishes their slices (DRA driver). */
     if (r >= 0 && (p->comp[OP_DEVICE_PLUGIN].enabled || p->comp[OP_DRA_DRIVER].enabled)) {
-        plugin = check_container(c, "plugin", NULL);
+        plugin = check_container(c, "plugin");
         r = plugin ? 0 : -ENOMEM;
         if (r >= 0)
             r = r_env(plugin, "WITH_WAIT", "false");
@@ -277,12 +304,6 @@ int op_state_validation(struct rctx *c, json_t *objects)
         r = r_hostpath_volume(ds.pod, "driver-install-dir", p->driver_install_dir, NULL);
     if (r >= 0)
         r = r_hostpath_volume(ds.pod, "host-root", p->host_root, NULL);
-    if (r >= 0) {
-        char devchar[4200];
-        snprintf(devchar, sizeof(devchar), "%s/dev/char",
-                 strcmp(p->host_root, "/") == 0 ? "" : p->host_root);
-        r = r_hostpath_volume(ds.pod, "host-dev-char", devchar, NULL);
-    }
     if (r >= 0)
         r = r_host_root_env(c, ds.pod);
     json_decref(drv);
