@@ -240,3 +240,15 @@ _wur_ int cdi_spec_write(const struct cdi_spec *spec, const char *dir, const cha
  * Already absent is not an error: unprepare may run twice. */
 _wur_ int cdi_spec_remove(const char *dir, const char *kind, const char *transient_id,
                           struct diag *d);
+
+/*
+ * Loads a spec file (one JSON or YAML document) as a runtime's CDI cache would: strictly (unknown
+ * keys are errors), every field type-checked, then cdi_spec_validate. Errors are "file:line:col:
+ * message" in d: -EINVAL for a malformed or invalid spec, -EOPNOTSUPP for intelRdt and netDevices
+ * (valid CDI that this model does not hold), -EFBIG past 4 MiB, -ENOENT and other read errors. The
+ * caller owns *ret.
+ */
+_wur_ int cdi_spec_load_file(const char *path, struct diag *d, struct cdi_spec **ret);
+/* The same from text in memory; name is what messages call it. */
+_wur_ int cdi_spec_load_string(const char *name, const char *text, size_t len, struct diag *d,
+                               struct cdi_spec **ret);
