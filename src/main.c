@@ -18,6 +18,7 @@
 #include "nvcdi-cmd.h"
 #include "operator.h"
 #include "schedcmd.h"
+#include "validate.h"
 
 #ifndef GP_VERSION
 #define GP_VERSION "unknown"
@@ -43,6 +44,7 @@ static const struct command COMMANDS[] = {
     {"discover", "GPU feature discovery: NVIDIA GFD's node labels", discover_main},
     {"exporter", "Prometheus metrics of the GPUs under dcgm-exporter's names", exporter_main},
     {"operator", "the GPU operator: ClusterPolicy to DaemonSets (also operator render)", op_main},
+    {"validate", "the GPU operator's node checks and their status files", validate_main},
     {"cel", "evaluate CEL expressions as DRA device selectors (cel eval)", celcmd_main},
     {"allocate", "allocate DRA ResourceClaims to devices on a node", dalloccmd_main},
     {"schedule", "simulate the scheduler placing pods with DRA claims on nodes", schedcmd_main},
