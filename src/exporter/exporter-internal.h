@@ -217,3 +217,5 @@ _wur_ int exporter_render(const struct exporter_counters *c, const struct export
 /* Appends s with the label-value escapes of the exposition format: backslash, double quote and
  * newline become \\, \" and \n. */
 _wur_ int exporter_add_label_value(struct strbuf *out, const char *s);
+/* Appends s percent-encoded for a URL query value: every byte but [A-Za-z0-9_.~-] as %XX. */
+_wur_ int exporter_add_query_value(struct strbuf *out, const char *s);

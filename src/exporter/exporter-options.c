@@ -115,7 +115,7 @@ static const struct opt OPTS[] = {
      K_BOOL,
      OFF(dra),
      NULL,
-     "map DRA claims too (dra_* labels)",
+     "map DRA claims through NVIDIA's ResourceSlices (dra_* labels)",
      false},
     {{"kubernetes-virtual-gpus", NULL, 0, DP_ARG_BOOL},
      "KUBERNETES_VIRTUAL_GPUS",

@@ -239,8 +239,6 @@ struct exporter_podmeta {
     size_t n_buckets, n;
     size_t left_out;
     bool synced;
-    struct kube_config *kcfg;
-    struct kube_client *kube;
     struct kube_watch *watch;
 };
 
@@ -344,8 +342,6 @@ struct exporter_podmeta *exporter_podmeta_free(struct exporter_podmeta *pm)
     if (!pm)
         return NULL;
     pm->watch = kube_watch_free(pm->watch);
-    pm->kube = kube_client_free(pm->kube);
-    pm->kcfg = kube_config_free(pm->kcfg);
     for (size_t i = 0; i < pm->n_buckets; i++)
         for (struct entry *e = pm->buckets[i], *next; e; e = next) {
             next = e->next;
@@ -428,17 +424,12 @@ size_t exporter_podmeta_count(const struct exporter_podmeta *pm)
 
 int exporter_podmeta_path(const char *node_name, char *buf, size_t n)
 {
-    static const char hex[] = "0123456789ABCDEF";
     struct strbuf sb = STRBUF_INIT;
     int r = strbuf_addstr(&sb, "/api/v1/pods");
-    if (r >= 0 && node_name && *node_name)
+    if (r >= 0 && node_name && *node_name) {
         r = strbuf_addstr(&sb, "?fieldSelector=spec.nodeName%3D");
-    for (const char *p = node_name; r >= 0 && p && *p; p++) {
-        unsigned char c = (unsigned char)*p;
-        if (name_char(c) || c == '-' || c == '.' || c == '~')
-            r = strbuf_addch(&sb, (char)c);
-        else if ((r = strbuf_addch(&sb, '%')) >= 0 && (r = strbuf_addch(&sb, hex[c >> 4])) >= 0)
-            r = strbuf_addch(&sb, hex[c & 15]);
+        if (r >= 0)
+            r = exporter_add_query_value(&sb, node_name);
     }
     if (r >= 0 && sb.len >= n)
         r = -ENAMETOOLONG;
@@ -456,27 +447,15 @@ static void on_pod_event(enum kube_event ev, json_t *obj, void *userdata)
         log_debug(2, "pod event not applied", "error", strerror(-r));
 }
 
-int exporter_podmeta_watch(struct exporter_podmeta *pm, struct ev_loop *loop, const char *node_name,
-                           struct diag *d)
+int exporter_podmeta_watch(struct exporter_podmeta *pm, struct kube_client *kube,
+                           const char *node_name, struct diag *d)
 {
-    const struct kube_config_options copts = {0};
     char path[1024];
-    int r = kube_config_load(&copts, d, &pm->kcfg);
+    int r = exporter_podmeta_path(node_name, path, sizeof(path));
     if (r < 0)
-        return r;
-    r = kube_client_new(loop, pm->kcfg, NULL, &pm->kube);
-    if (r < 0)
-        return diag_fail(d, r, "cannot create the API client: %s", strerror(-r));
-    r = exporter_podmeta_path(node_name, path, sizeof(path));
-    if (r < 0)
-        return diag_fail(d, r, "NODE_NAME too long");
-    r = kube_watch_new(pm->kube, path, on_pod_event, pm, &pm->watch);
+        return diag_fail(d, -EINVAL, "NODE_NAME too long");
+    r = kube_watch_new(kube, path, on_pod_event, pm, &pm->watch);
     if (r < 0)
         return diag_fail(d, r, "cannot watch the pods: %s", strerror(-r));
     return 0;
-}
-
-const struct kube_config *exporter_podmeta_config(const struct exporter_podmeta *pm)
-{
-    return pm ? pm->kcfg : NULL;
 }

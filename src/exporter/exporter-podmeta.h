@@ -18,7 +18,6 @@
 #include <stddef.h>
 
 #include "base.h"
-#include "ev.h"
 #include "exporter-internal.h"
 #include "kube.h"
 
@@ -147,13 +146,9 @@ size_t exporter_podmeta_count(const struct exporter_podmeta *pm);
 _wur_ int exporter_podmeta_path(const char *node_name, char *buf, size_t n);
 
 /*
- * Starts feeding the cache from the API server on loop: the configuration as the other gpuplane
- * daemons load it without --kubeconfig ($KUBECONFIG, else in-cluster), a client, and a watch of
- * exporter_podmeta_path(node_name). -EINVAL/-ENOENT with d when there is no configuration (the
- * daemon goes on without pod metadata), -ENOMEM. The watch retries on its own once started.
+ * Starts feeding the cache from the API server through kube (borrowed: the exporter's one client,
+ * which must outlive the cache's watch): a watch of exporter_podmeta_path(node_name). -EINVAL with
+ * d for a node name too long, -ENOMEM. The watch retries on its own once started.
  */
-_wur_ int exporter_podmeta_watch(struct exporter_podmeta *pm, struct ev_loop *loop,
+_wur_ int exporter_podmeta_watch(struct exporter_podmeta *pm, struct kube_client *kube,
                                  const char *node_name, struct diag *d);
-
-/* The configuration the watch uses (after exporter_podmeta_watch), for messages; NULL before. */
-const struct kube_config *exporter_podmeta_config(const struct exporter_podmeta *pm);

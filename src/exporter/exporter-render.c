@@ -47,6 +47,22 @@ int exporter_add_label_value(struct strbuf *out, const char *s)
     return r;
 }
 
+int exporter_add_query_value(struct strbuf *out, const char *s)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    int r = 0;
+    for (const unsigned char *p = (const unsigned char *)s; *p && r >= 0; p++) {
+        unsigned char c = *p;
+        bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                     c == '_' || c == '-' || c == '.' || c == '~';
+        if (plain)
+            r = strbuf_addch(out, (char)c);
+        else if ((r = strbuf_addch(out, '%')) >= 0 && (r = strbuf_addch(out, hex[c >> 4])) >= 0)
+            r = strbuf_addch(out, hex[c & 15]);
+    }
+    return r;
+}
+
 /* HELP text escapes: backslash and newline only. */
 static int add_help(struct strbuf *out, const char *s)
 {

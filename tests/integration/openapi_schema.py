@@ -73,6 +73,10 @@ API_DOCUMENTS = {
     "v1": ("core_v1.json", "io.k8s.api.core.v1."),
     "apps/v1": ("apps_v1.json", "io.k8s.api.apps.v1."),
     "rbac.authorization.k8s.io/v1": ("rbac_v1.json", "io.k8s.api.rbac.v1."),
+    "node.k8s.io/v1": ("node_v1.json", "io.k8s.api.node.v1."),
+    "coordination.k8s.io/v1": ("coordination_v1.json", "io.k8s.api.coordination.v1."),
+    "apiextensions.k8s.io/v1": ("apiextensions_v1.json",
+                                "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1."),
 }
 
 
@@ -84,7 +88,7 @@ def _reference_components(name):
 
 def api_validator(api_version, kind):
     """A strict validator for a built-in kind from the official OpenAPI documents in the reference
-    folder (core, apps, rbac)."""
+    folder (core, apps, rbac, node, coordination, apiextensions)."""
     name, prefix = API_DOCUMENTS[api_version]
     schema = {"$ref": f"#/components/schemas/{prefix}{kind}", "components": _reference_components(name)}
     return jsonschema.Draft202012Validator(schema)

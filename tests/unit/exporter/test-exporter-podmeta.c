@@ -4,7 +4,7 @@
  * dcgm-exporter sanitizes them, the allowlist with Go's unanchored RE2 semantics and its refused
  * patterns, one pod's labels (renamed, filtered, collisions and invalid names dropped, the cap),
  * the cache fed with watch events (added, modified, deleted, synced, full, many pods), the watched
- * path, a watch without any configuration, and the pod labels in the exposition: sorted with the
+ * path, a watch started on a client, and the pod labels in the exposition: sorted with the
  * label-type fields, left out where the sample already has the name.
  */
 #include <errno.h>
@@ -375,26 +375,31 @@ static void test_path(void **state)
     assert_int_equal(exporter_podmeta_path("node", small, sizeof(small)), -ENAMETOOLONG);
 }
 
-static void test_watch_without_config(void **state)
+static void test_watch_on_a_client(void **state)
 {
     const struct exporter_podmeta_options o = {.labels = true};
+    struct kube_config cfg = {.server = "http://127.0.0.1:1", .source = "test"};
     struct exporter_podmeta *pm = NULL;
+    struct kube_client *kube = NULL;
     struct ev_loop *loop = NULL;
+    char long_name[2048];
     struct diag d;
     (void)state;
-    unsetenv("KUBECONFIG");
-    unsetenv("KUBERNETES_SERVICE_HOST");
-    unsetenv("KUBERNETES_SERVICE_PORT");
-    setenv("GPUPLANE_SERVICEACCOUNT_DIR", "/nonexistent", 1);
     diag_init(&d);
+    memset(long_name, 'n', sizeof(long_name) - 1);
+    long_name[sizeof(long_name) - 1] = '\0';
     assert_int_equal(ev_loop_new(&loop), 0);
+    assert_int_equal(kube_client_new(loop, &cfg, NULL, &kube), 0);
     assert_int_equal(exporter_podmeta_new(&o, &pm), 0);
-    assert_true(exporter_podmeta_watch(pm, loop, "node-1", &d) < 0);
-    assert_true(d.msg[0] != '\0');
-    assert_null(exporter_podmeta_config(pm));
+    /* A node name no path can hold: refused, with the reason. */
+    assert_int_equal(exporter_podmeta_watch(pm, kube, long_name, &d), -EINVAL);
+    assert_non_null(strstr(d.msg, "NODE_NAME"));
+    /* Else the watch starts on the borrowed client (and retries on its own). */
+    assert_int_equal(exporter_podmeta_watch(pm, kube, "node-1", &d), 0);
+    assert_false(exporter_podmeta_synced(pm));
     exporter_podmeta_free(pm);
+    kube_client_free(kube);
     ev_loop_free(loop);
-    unsetenv("GPUPLANE_SERVICEACCOUNT_DIR");
 }
 
 /* ---- pod labels in the exposition ---- */
@@ -498,7 +503,7 @@ int main(void)
         cmocka_unit_test(test_pod_labels), cmocka_unit_test(test_pod_labels_cap),
         cmocka_unit_test(test_cache),      cmocka_unit_test(test_cache_uids_only),
         cmocka_unit_test(test_cache_full), cmocka_unit_test(test_cache_many),
-        cmocka_unit_test(test_path),       cmocka_unit_test(test_watch_without_config),
+        cmocka_unit_test(test_path),       cmocka_unit_test(test_watch_on_a_client),
         cmocka_unit_test(test_render),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
