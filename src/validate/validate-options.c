@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kube.h"
 #include "validate-internal.h"
 
 enum kind {
@@ -486,6 +487,24 @@ static int pick_command(int argc, char **argv, struct validate_options *o, struc
     return 0;
 }
 
+/* The node and namespace names become parts of API paths: checked here, so that a wrong one is a
+ * usage error rather than a check that fails (or, with WITH_WAIT, retries) forever. */
+static int check_names(const struct validate_options *o, struct diag *d)
+{
+    char path[512];
+    struct diag why;
+    diag_init(&why);
+    if (o->node_name && o->node_name[0] &&
+        kube_path(path, sizeof(path), "v1", "nodes", NULL, o->node_name, &why) < 0)
+        return usage_fail(d, "invalid node name \"%s\" (--node-name, NODE_NAME): %s", o->node_name,
+                          why.msg);
+    if (o->namespace_ && o->namespace_[0] &&
+        kube_path(path, sizeof(path), "v1", "pods", o->namespace_, NULL, &why) < 0)
+        return usage_fail(d, "invalid namespace \"%s\" (--namespace, OPERATOR_NAMESPACE): %s",
+                          o->namespace_, why.msg);
+    return 0;
+}
+
 /* What the chosen command needs, once everything is read. */
 static int check_command(const struct validate_options *o, struct diag *d)
 {
@@ -497,7 +516,9 @@ static int check_command(const struct validate_options *o, struct diag *d)
     case VALIDATE_PLUGIN:
         if (!o->node_name || !o->node_name[0])
             return usage_fail(d, "%s", "plugin needs this node's name: --node-name or NODE_NAME");
-        return 0;
+        return check_names(o, d);
+    case VALIDATE_DRIVER:
+        return check_names(o, d);
     case VALIDATE_WAIT:
         if (o->n_files == 0)
             return usage_fail(d, "%s", "wait needs the names of the files to wait for");
