@@ -13,7 +13,8 @@ on plain Python values, with the real server's field paths and wording, so that 
 fields (the real server drops them and answers a `Warning` header). A null in a field that is
 not nullable is dropped too (and defaulted when the schema has a default), as the server does. `check_crd(crd)` holds a CRD to
 the rules kube-apiserver enforces on its own (name, one storage version, structural schemas, valid
-defaults). CEL rules (x-kubernetes-validations) are not evaluated.
+defaults). Of the formats, date-time is checked; CEL rules (x-kubernetes-validations) are not
+evaluated.
 """
 import copy
 import json
@@ -30,6 +31,14 @@ _TYPES = {
     "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
     "boolean": lambda v: isinstance(v, bool),
 }
+
+
+DATE_TIME_RE = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$")
+
+
+def is_date_time(v):
+    """An RFC 3339 date-time, as the API server's format check (go-openapi strfmt) takes it."""
+    return bool(DATE_TIME_RE.match(v))
 
 
 def _type_name(v):
@@ -175,6 +184,9 @@ class _Walk:
             if "minLength" in schema and len(v) < schema["minLength"]:
                 self.bad(path, f"Invalid value: {json.dumps(v)}: {path} in body should be at least "
                          f"{schema['minLength']} chars long")
+            if schema.get("format") == "date-time" and not is_date_time(v):
+                self.bad(path, f"Invalid value: {json.dumps(v)}: {path} in body must be of type "
+                         f"date-time: {json.dumps(v)}")
             if "pattern" in schema:
                 try:
                     ok = re.search(schema["pattern"], v) is not None

@@ -76,6 +76,7 @@ from cryptography.x509.oid import NameOID
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import crdschema  # noqa: E402
+import jsonschema  # noqa: E402
 import openapi_schema  # noqa: E402
 import yaml  # noqa: E402
 
@@ -127,6 +128,14 @@ CRD_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"
 API_VALIDATED = ("v1", "apps/v1", "rbac.authorization.k8s.io/v1", "node.k8s.io/v1",
                  "coordination.k8s.io/v1", CRD_GV)
 WRITE_VERBS = ("create", "update", "patch", "delete", "deletecollection")
+# metav1.MicroTime fields: Go parses them with exactly six fractional digits, and the request fails
+# to decode (400) otherwise
+MICRO_TIMES = {
+    ("coordination.k8s.io/v1", "leases"): (("spec", "acquireTime"), ("spec", "renewTime")),
+    ("v1", "events"): (("eventTime",), ("series", "lastObservedTime")),
+    ("events.k8s.io/v1", "events"): (("eventTime",), ("series", "lastObservedTime")),
+}
+MICRO_TIME_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}(Z|[+-]\d{2}:\d{2})$")
 
 VERSION = {
     "major": "1", "minor": "34", "gitVersion": "v1.34.0", "gitCommit": "0" * 40,
@@ -220,6 +229,15 @@ def invalid(res, name, causes):
                     details={"name": name, "group": res.group, "kind": res.kind,
                              "causes": [{"reason": _cause_reason(m), "message": m, "field": f}
                                         for f, m in causes]})
+
+
+DATE_TIME_CHECKER = jsonschema.FormatChecker(formats=())
+
+
+@DATE_TIME_CHECKER.checks("date-time")
+def _is_date_time(v):
+    """metav1.Time and MicroTime: RFC 3339 (what Go's time.Parse(time.RFC3339) accepts)."""
+    return not isinstance(v, str) or crdschema.is_date_time(v)
 
 
 def _cause_reason(message):
@@ -773,6 +791,17 @@ class _Pod:
         self.reported = None  # the readiness last written to the Pod object
 
 
+class _DsState:
+    """What the DaemonSet emulator knows of one DaemonSet between passes: the nodes its pods fit,
+    its pods by node, each node's availability delay (from the rules), the next readiness change."""
+
+    def __init__(self):
+        self.eligible = set()
+        self.pods = {}
+        self.after = {}
+        self.deadline = None
+
+
 def _owner_refs(obj):
     return (obj.get("metadata") or {}).get("ownerReferences") or []
 
@@ -824,7 +853,7 @@ class FakeKube:
         self._conns_lock = threading.Lock()
         self._validators = {}
         self._ds_policies = []  # (daemonset match, namespace, node match, after)
-        self._ds_state = {}  # DaemonSet uid -> {node name: _Pod}
+        self._ds_state = {}  # DaemonSet uid -> _DsState
         self._seen_uids = set()  # every uid an object stored here had
         self._ds_paused = False
         self._ctl_thread = None
@@ -1181,7 +1210,8 @@ class FakeKube:
             for key, ds in list(self.store.objects.items()):
                 if key[:2] != ("apps/v1", "daemonsets") or not self._match_ds(daemonset, namespace, ds):
                     continue
-                pods = self._ds_state.get(ds["metadata"]["uid"], {})
+                pods = self._ds_state[ds["metadata"]["uid"]].pods if ds["metadata"]["uid"] in \
+                    self._ds_state else {}
                 for node in list(pods):
                     n = self.store.objects.get(("v1", "nodes", "", node)) or {"metadata": {"name": node}}
                     if self._match_node(nodes, n):
@@ -1481,6 +1511,9 @@ class FakeKube:
             meta["namespace"] = ns
         else:
             meta.pop("namespace", None)
+        if meta.get("resourceVersion") not in (None, "", "0"):
+            # etcd3's create refuses it, and kube-apiserver passes that on as an internal error
+            raise ApiError(500, "resourceVersion should not be set on objects to be created")
         for k in ("uid", "creationTimestamp", "resourceVersion", "generation", "deletionTimestamp"):
             meta.pop(k, None)
         if res.status:
@@ -1660,6 +1693,15 @@ class FakeKube:
         """Defaults, prunes (custom resources) and validates obj; ApiError when the real server would
         refuse it. Returns (object to store, warnings)."""
         warnings = []
+        for path in MICRO_TIMES.get((res.gv, res.plural), ()):
+            v = _dig(obj, path)
+            if v is not None and not (isinstance(v, str) and MICRO_TIME_RE.match(v)):
+                raise ApiError(400, f'{res.kind} in version "{res.version}" cannot be handled as a '
+                               f"{res.kind}: parsing time {json.dumps(v)} as "
+                               '"2006-01-02T15:04:05.000000Z07:00": cannot parse it as a MicroTime '
+                               f"({'.'.join(path)})")
+        if not res.custom:
+            obj = _drop_nulls(obj)  # Go decodes a null into the zero value, which is then omitted
         self._defaults(res, obj, old)
         causes = []
         if res.custom:
@@ -1696,7 +1738,9 @@ class FakeKube:
         elif res.gv in API_VALIDATED:
             v = self._validators.get((res.gv, res.kind))
             if v is None:
-                v = self._validators[(res.gv, res.kind)] = openapi_schema.api_validator(res.gv, res.kind)
+                base = openapi_schema.api_validator(res.gv, res.kind)
+                v = self._validators[(res.gv, res.kind)] = type(base)(base.schema,
+                                                                      format_checker=DATE_TIME_CHECKER)
         if v is None:
             return []
         causes = []
@@ -1912,29 +1956,36 @@ class FakeKube:
                     if self.store.rv != cursor or self._ctl_kick or due:
                         break
                     self.store.cond.wait(1.0 if next_ds is None else max(0.001, min(1.0, next_ds - now)))
-                gc, ds = self._scan(cursor)
-                if self._ctl_kick:
-                    gc = ds = True
+                if self.store.rv != cursor and not self._ctl_kick:
+                    # a burst of changes (a client labelling many nodes) makes one pass, not one each
+                    begin, last = time.monotonic(), self.store.rv
+                    while time.monotonic() - begin < 0.05 and not self._ctl_stop:
+                        self.store.cond.wait(0.005)
+                        if self.store.rv == last:
+                            break
+                        last = self.store.rv
+                gc, ds_keys, node_names = self._scan(cursor)
+                everything = self._ctl_kick or ds_keys is None
                 self._ctl_kick = False
                 cursor = self.store.rv
                 try:
-                    if gc:
+                    if gc or everything:
                         self._gc_pass()
-                    if ds or due:
-                        next_ds = self._ds_pass()
+                    if everything or ds_keys or node_names or due:
+                        next_ds = self._ds_pass(ds_keys or set(), node_names or set(), everything)
                 except Exception as e:  # noqa: BLE001 - a fault of the emulation must show, not hang
                     self.controller_errors.append(repr(e))
                     import traceback
                     traceback.print_exc()
 
     def _scan(self, cursor):
-        """Which controllers the changes after cursor concern: (garbage collector, DaemonSets)."""
+        """What the changes after cursor concern: (whether the garbage collector must look, the
+        DaemonSets that changed, the nodes that changed); None for both sets when history no longer
+        reaches back (everything must be looked at)."""
         if cursor < self.store.compacted:
-            return True, True
-        gc = ds = False
-        watched = {("apps/v1", "daemonsets"), ("v1", "nodes")}
-        if self.daemonset_pods:
-            watched.add(("v1", "pods"))
+            return True, None, None
+        gc = False
+        ds, nodes = set(), set()
         for rv, etype, key, old, new in reversed(self.store.history):
             if rv <= cursor:
                 break
@@ -1945,11 +1996,25 @@ class FakeKube:
             elif new["metadata"].get("deletionTimestamp") and key[1] in ("namespaces",
                                                                           "customresourcedefinitions"):
                 gc = True
-            if key[:2] in watched:
-                ds = True
-        return gc, ds
+            if key[:2] == ("apps/v1", "daemonsets"):
+                ds.add(key)
+            elif key[:2] == ("v1", "nodes"):
+                nodes.add(key[3])
+            elif key[:2] == ("v1", "pods") and etype == "DELETED" and self.daemonset_pods:
+                for ref in _owner_refs(old):  # a deleted daemon pod: its DaemonSet makes another
+                    if ref.get("kind") == "DaemonSet":
+                        ds.add(("apps/v1", "daemonsets", key[2], ref.get("name")))
+        return gc, ds, nodes
 
-    def _owner_state(self, dep_key, ref):
+    def _kinds(self):
+        """(group, kind) -> the Resource objects of that kind are stored under."""
+        out = {}
+        for r in self.resources:
+            if (r.group, r.kind) not in out or r.gv == r.store_gv:
+                out[(r.group, r.kind)] = r
+        return out
+
+    def _owner_state(self, dep_key, ref, kinds=None):
         """"present", "absent" (gone, or another object of that name), "unknown" (a kind nothing
         serves: the garbage collector waits; or a uid no object here ever had, as tests put
         dependents of owners they never store) or "invalid" (a namespaced owner of a cluster-scoped
@@ -1958,7 +2023,9 @@ class FakeKube:
             return "unknown"
         api = ref.get("apiVersion") or ""
         group = api.split("/")[0] if "/" in api else ""
-        res = next((r for r in self.resources if r.group == group and r.kind == ref.get("kind")), None)
+        if kinds is None:
+            kinds = self._kinds()
+        res = kinds.get((group, ref.get("kind")))
         if res is None:
             return "unknown"
         if res.namespaced and not dep_key[2]:
@@ -2006,12 +2073,13 @@ class FakeKube:
                             self._drop(key, o)
                         changed = True
             if self.gc_enabled:
+                kinds = self._kinds()
                 for key in list(objs):
                     o = objs.get(key)
                     refs = _owner_refs(o) if o is not None else None
                     if not refs or o["metadata"].get("deletionTimestamp"):
                         continue
-                    if all(self._owner_state(key, r) == "absent" for r in refs):
+                    if all(self._owner_state(key, r, kinds) == "absent" for r in refs):
                         self._delete_key(key)
                         changed = True
             if not changed:
@@ -2042,14 +2110,15 @@ class FakeKube:
                 return after
         return self.daemonset_default_after
 
-    def _ds_pass(self):
-        """One pass of the DaemonSet controller emulator over every DaemonSet; returns the monotonic
-        time of the next pod readiness change, or None."""
+    def _ds_pass(self, changed_ds, changed_nodes, everything):
+        """One pass of the DaemonSet controller emulator over the DaemonSets that changed, saw a node
+        change, or have a pod whose readiness is due (every one when `everything`); returns the
+        monotonic time of the next pod readiness change, or None."""
         if self._ds_paused:
             return None
         now = time.monotonic()
         objs = self.store.objects
-        nodes = {k[3]: o for k, o in objs.items() if k[:2] == ("v1", "nodes")}
+        all_nodes = None
         live = set()
         deadline = None
         for key in sorted(k for k in objs if k[:2] == ("apps/v1", "daemonsets")):
@@ -2058,22 +2127,47 @@ class FakeKube:
             live.add(meta["uid"])
             if meta.get("deletionTimestamp"):
                 continue
+            st = self._ds_state.get(meta["uid"])
+            fresh = st is None
+            if fresh:
+                st = self._ds_state[meta["uid"]] = _DsState()
+            due = st.deadline is not None and now >= st.deadline
+            if not (everything or fresh or key in changed_ds or changed_nodes or due):
+                if st.deadline is not None and (deadline is None or st.deadline < deadline):
+                    deadline = st.deadline
+                continue
             spec = ds.get("spec") or {}
             tmpl = spec.get("template") or {}
+            pod_spec = tmpl.get("spec") or {}
             h, gen = template_hash(tmpl), meta.get("generation", 1)
-            eligible = [n for n in sorted(nodes) if pod_fits_node(tmpl.get("spec") or {}, nodes[n])]
-            pods = self._ds_state.setdefault(meta["uid"], {})
+            if everything or fresh or key in changed_ds:
+                if all_nodes is None:
+                    all_nodes = {k[3]: o for k, o in objs.items() if k[:2] == ("v1", "nodes")}
+                st.eligible = {n for n, o in all_nodes.items() if pod_fits_node(pod_spec, o)}
+                st.after.clear()
+            else:
+                for n in changed_nodes:
+                    st.after.pop(n, None)
+                    o = objs.get(("v1", "nodes", "", n))
+                    if o is not None and pod_fits_node(pod_spec, o):
+                        st.eligible.add(n)
+                    else:
+                        st.eligible.discard(n)
+            eligible = sorted(st.eligible)
+            pods = st.pods
             if self.daemonset_pods:  # a Pod someone deleted is gone; the controller makes another
                 for n, p in list(pods.items()):
                     if p.name and ("v1", "pods", key[2], p.name) not in objs:
                         del pods[n]
-            for n in [n for n in pods if n not in eligible]:
+            for n in [n for n in pods if n not in st.eligible]:
                 self._ds_drop_pod(key, pods.pop(n))
             for n in eligible:
                 if n not in pods:
                     pods[n] = _Pod(h, gen, now)
+                if n not in st.after:
+                    st.after[n] = self._ds_after(ds, objs[("v1", "nodes", "", n)])
+            after = st.after
             min_ready = spec.get("minReadySeconds") or 0
-            after = {n: self._ds_after(ds, nodes[n]) for n in eligible}
 
             def available(n):
                 a = after[n]
@@ -2088,16 +2182,18 @@ class FakeKube:
                     if not available(n):
                         self._ds_drop_pod(key, pods[n])
                         pods[n] = _Pod(h, gen, now)
-                unavailable = sum(1 for n in eligible if not available(n))
-                for n in old:
-                    if pods[n].hash == h:
-                        continue
-                    if unavailable >= mu:
-                        break
-                    self._ds_drop_pod(key, pods[n])
-                    pods[n] = _Pod(h, gen, now)
-                    unavailable += 1
+                if old:
+                    unavailable = sum(1 for n in eligible if not available(n))
+                    for n in old:
+                        if pods[n].hash == h:
+                            continue
+                        if unavailable >= mu:
+                            break
+                        self._ds_drop_pod(key, pods[n])
+                        pods[n] = _Pod(h, gen, now)
+                        unavailable += 1
             n_ready = n_avail = n_upd = 0
+            st.deadline = None
             for n in eligible:
                 p, a = pods[n], after[n]
                 ready = a is not None and now >= p.created + a
@@ -2105,12 +2201,14 @@ class FakeKube:
                 n_ready += ready
                 n_avail += avail
                 n_upd += p.hash == h
-                if a is not None:
-                    for t in (p.created + a, p.created + a + min_ready):
-                        if t > now and (deadline is None or t < deadline):
-                            deadline = t
+                if a is not None and not avail:
+                    t = p.created + a if not ready else p.created + a + min_ready
+                    if st.deadline is None or t < st.deadline:
+                        st.deadline = t
                 if self.daemonset_pods:
                     self._ds_sync_pod(key, ds, n, p, ready)
+            if st.deadline is not None and (deadline is None or st.deadline < deadline):
+                deadline = st.deadline
             status = dict(ds.get("status") or {})
             status.update(currentNumberScheduled=len(eligible), desiredNumberScheduled=len(eligible),
                           numberMisscheduled=0, numberReady=n_ready, observedGeneration=gen)
@@ -2165,6 +2263,22 @@ class FakeKube:
             pkey = ("v1", "pods", ds_key[2], p.name)
             if pkey in self.store.objects:
                 self._drop(pkey, self.store.objects[pkey])
+
+
+def _drop_nulls(v):
+    if isinstance(v, dict):
+        return {k: _drop_nulls(x) for k, x in v.items() if x is not None}
+    if isinstance(v, list):
+        return [_drop_nulls(x) for x in v]
+    return v
+
+
+def _dig(obj, path):
+    for p in path:
+        if not isinstance(obj, dict):
+            return None
+        obj = obj.get(p)
+    return obj
 
 
 def _sans_rv(obj):

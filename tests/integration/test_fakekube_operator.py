@@ -349,6 +349,33 @@ def test_builtin_rules(fakekube, api):
     assert st == 422 and "cannot change roleRef" in err["message"]
 
 
+def test_decoding_rules(fakekube, api):
+    """What fails before validation on a real server: a resourceVersion in a create (etcd refuses
+    it: 500), a MicroTime without exactly six fractional digits (400); and what passes: a null in
+    an optional field (Go decodes it to the zero value)."""
+    obj = daemonset("rv")
+    obj["metadata"]["resourceVersion"] = "5"
+    st, err = api.call("POST", DS, obj)
+    assert st == 500 and err["message"] == "resourceVersion should not be set on objects to be created"
+    path, lease = copy.deepcopy(BUILTINS["leases"])
+    for bad in ("2026-01-01T00:00:00Z", "2026-01-01T00:00:00.123Z", "2026-01-01T00:00:00.123456789Z"):
+        lease["spec"]["renewTime"] = bad
+        st, err = api.call("POST", path, lease)
+        assert st == 400 and "cannot be handled as a Lease" in err["message"], bad
+    lease["spec"]["renewTime"] = lease["spec"]["acquireTime"] = "2026-01-01T00:00:00.123456Z"
+    assert api.call("POST", path, lease)[0] == 201
+    obj = daemonset("nulls")
+    obj["spec"]["template"]["metadata"]["creationTimestamp"] = None
+    obj["spec"]["template"]["spec"]["nodeSelector"] = None
+    st, ds = api.call("POST", DS, obj)
+    assert st == 201 and "creationTimestamp" not in ds["spec"]["template"]["metadata"]
+    bad = daemonset("time")
+    bad["spec"]["template"]["metadata"]["creationTimestamp"] = "yesterday"
+    with fakekube.expect_invalid():
+        st, err = api.call("POST", DS, bad)
+    assert st == 422 and "creationTimestamp" in err["message"]
+
+
 def test_generation_and_noop_writes(fakekube, api):
     fakekube.pause_daemonsets()
     st, ds = api.call("POST", DS, daemonset("g"))
@@ -591,6 +618,15 @@ def test_cluster_policy_crd(fakekube, api):
         st, err = api.call("PATCH", f"{cps}/cluster-policy/status", {"status": {"state": "happy"}},
                            ctype=MERGE)
     assert st == 422 and "status.state" in err["message"]
+    cond = {"type": "Ready", "status": "True", "reason": "Reconciled", "message": "",
+            "lastTransitionTime": "2026-01-01T00:00:00Z"}
+    st, s = api.call("PATCH", f"{cps}/cluster-policy/status", {"status": {"conditions": [cond]}},
+                     ctype=MERGE)
+    assert st == 200 and s["status"]["conditions"] == [cond]
+    with fakekube.expect_invalid():
+        st, err = api.call("PATCH", f"{cps}/cluster-policy/status", {"status": {"conditions": [
+            dict(cond, lastTransitionTime="now")]}}, ctype=MERGE)
+    assert st == 422 and "lastTransitionTime in body must be of type date-time" in err["message"]
 
 
 @pytest.mark.skipif(not DEPLOY.exists(), reason="deploy/gpuplane.yaml is not there yet")
