@@ -314,7 +314,10 @@ int op_state_validation(struct rctx *c, json_t *objects)
         r_ds_release(&ds);
         return r;
     }
-    return r_ds_finish(c, &ds, true, objects);
+    /* No runtime class: the checks read the host (privileged) and need no GPU injected, and the
+     * validator must start before the toolkit has installed the runtime's nvidia handler, since
+     * the toolkit waits for the driver-ready this pod writes. */
+    return r_ds_finish(c, &ds, false, objects);
 }
 
 int op_state_device_plugin(struct rctx *c, json_t *objects)

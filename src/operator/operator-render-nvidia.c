@@ -622,12 +622,10 @@ int op_state_toolkit(struct rctx *c, json_t *objects)
     ctr = r >= 0 ? toolkit_container(c, image, &runtime) : NULL;
     if (r >= 0 && !ctr)
         r = -ENOMEM;
+    /* The pod holds the container from here on; ctr stays a borrowed pointer into it. */
     if (r >= 0)
-        r = toolkit_runtime_mounts(c, ds.pod, ctr, runtime);
-    if (r >= 0)
-        r = r_add_container(ds.pod, ctr);
-    else
-        json_decref(ctr);
+        r = r_add_container(ds.pod, json_incref(ctr));
+    json_decref(ctr);
     if (r >= 0)
         r = r_pull_secrets(ds.pod, p->comp[OP_TOOLKIT].pull_secrets);
     if (r >= 0)
@@ -651,6 +649,8 @@ int op_state_toolkit(struct rctx *c, json_t *objects)
                                NULL);
     for (size_t i = 0; r >= 0 && i < ARRAY_SIZE(vols); i++)
         r = r_hostpath_volume(ds.pod, vols[i].name, vols[i].path, vols[i].type);
+    if (r >= 0)
+        r = toolkit_runtime_mounts(c, ds.pod, ctr, runtime);
     if (r >= 0)
         r = r_host_root_env(c, ds.pod);
     if (r < 0) {

@@ -267,7 +267,7 @@ static void test_daemonset_contract(void **state_)
         {"state-container-toolkit", "nvidia-container-toolkit-daemonset", "container-toolkit",
          "nvidia-container-toolkit", false},
         {"state-operator-validation", "nvidia-operator-validator", "operator-validator",
-         "nvidia-operator-validator", true},
+         "nvidia-operator-validator", false},
         {"state-device-plugin", "nvidia-device-plugin-daemonset", "device-plugin",
          "nvidia-device-plugin", true},
         {"state-dcgm-exporter", "nvidia-dcgm-exporter", "dcgm-exporter", "nvidia-dcgm-exporter",
