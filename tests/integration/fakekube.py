@@ -37,6 +37,7 @@ Test hooks (a FakeKube instance `fk`):
   daemonset_available(daemonset, after=0.0 | NEVER, nodes=None) — when pods become available;
   pause_daemonsets(), resume_daemonsets(), delete_daemonset_pods(); daemonset_pods (emulate Pods);
   writes(since=t, verb=, resource=), write_counts(since=t) — the client's write requests, timestamped;
+  changes(since=rv, type=, resource=) — every change of the store, in order (creation order);
   events_for(kind, name) — the Events about an object;
   restart(keep_state=True, down=0.0), expire_watches(), drop_watches(), compact(), expire_continues();
   inject(method, path, status, count (None: until cleared), hang, delay, drop), clear_injections();
@@ -748,9 +749,11 @@ class Store:
         self.history = []  # (rv, type, key, old, new)
         self.history_max = history
         self.compacted = 0  # events with rv <= compacted are gone
+        self.changes = []  # (rv, type, key, time): every change, never compacted
 
     def record(self, etype, key, old, new):
         self.history.append((self.rv, etype, key, copy.deepcopy(old), copy.deepcopy(new)))
+        self.changes.append((self.rv, etype, key, time.time()))
         if len(self.history) > self.history_max:
             drop = len(self.history) - self.history_max
             self.compacted = self.history[drop - 1][0]
@@ -922,6 +925,7 @@ class FakeKube:
             with self.store.cond:
                 self.store.objects.clear()
                 self.store.history.clear()
+                self.store.changes.clear()
                 self.store.compacted = self.store.rv
                 self._continues.clear()
                 self.resources = [Resource(*r) for r in RESOURCES]
@@ -1277,6 +1281,27 @@ class FakeKube:
             k = (w["verb"], w["resource"])
             out[k] = out.get(k, 0) + 1
         return out
+
+    def changes(self, since=0, type=None, resource=None, namespace=None):
+        """Every change the store went through after resourceVersion `since` (whoever made it: the
+        client, a hook, the emulated controllers), oldest first, as dicts with rv, type (ADDED,
+        MODIFIED, DELETED), resource (plural or plural.group), namespace, name and time; filtered by
+        type and resource. Unlike watches it reaches back to the start: the order in which objects
+        were created is `[c["name"] for c in fk.changes(type="ADDED", resource="daemonsets")]`."""
+        with self.store.cond:
+            out = []
+            for rv, etype, key, t in self.store.changes:
+                if rv <= since or (type is not None and etype != type):
+                    continue
+                group = key[0].split("/")[0] if "/" in key[0] else ""
+                qualified = f"{key[1]}.{group}" if group else key[1]
+                if resource is not None and resource not in (key[1], qualified):
+                    continue
+                if namespace is not None and key[2] != namespace:
+                    continue
+                out.append({"rv": rv, "type": etype, "resource": qualified, "namespace": key[2],
+                            "name": key[3], "time": t})
+            return out
 
     def events_for(self, kind, name, namespace=None):
         """The core/v1 and events.k8s.io/v1 Events whose involvedObject (or regarding) has this kind

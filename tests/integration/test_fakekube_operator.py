@@ -1008,6 +1008,12 @@ def test_write_log(fakekube, api):
     assert [w["verb"] for w in fakekube.writes(resource="nodes")] == ["patch"]
     gets = [r for r in fakekube.requests("GET") if r.get("resource") == "daemonsets.apps"]
     assert [r["verb"] for r in gets] == ["get", "list"]
+    # the store's changes, whoever made them: the emulator's status writes are there
+    ch = fakekube.changes(resource="daemonsets.apps")
+    assert [c["type"] for c in ch][0] == "ADDED" and ch[-1]["type"] == "DELETED"
+    assert len(ch) > 3 and all(c["name"] == "wl" and c["namespace"] == NS for c in ch)
+    assert [c["name"] for c in fakekube.changes(type="ADDED", resource="nodes")] == ["n1"]
+    assert fakekube.changes(since=ch[-1]["rv"], resource="daemonsets") == []
 
 
 def test_events_for(fakekube, api):
