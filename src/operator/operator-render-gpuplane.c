@@ -597,7 +597,7 @@ int op_state_dcgm_exporter(struct rctx *c, json_t *objects)
 
     r = r_push(objects, r_service_account(c, EXPORTER, json_pack("{s:s}", "app", EXPORTER)));
     /* Pod labels and UIDs come from the API server: only then may the exporter read pods. */
-    if (r >= 0 && exporter_reads_pods(p)) {
+    if (r >= 0 && (exporter_reads_pods(p) || c->identity_only)) {
         json_t *rules = json_pack("[o]", r_rule("", (const char *const[]){"pods", NULL}, GLW));
         json_t *role = r_role(c, "ClusterRole", EXPORTER_READ_PODS, rules);
         json_t *binding =
@@ -744,7 +744,7 @@ int op_state_gfd(struct rctx *c, json_t *objects)
 
     r = r_push(objects, r_service_account(c, GFD_SA, NULL));
     /* Its own NodeFeature object, and its pod (the NodeFeature's owners). */
-    if (r >= 0 && nf) {
+    if (r >= 0 && (nf || c->identity_only)) {
         json_t *rules = json_array();
         r = rules ? 0 : -ENOMEM;
         if (r >= 0)

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "base-doc.h"
 #include "operator-render-internal.h"
 
 struct state_def {
@@ -44,7 +45,7 @@ int op_state_prerequisites(struct rctx *c, json_t *objects)
     int r;
 
     /* PSA: the operands are privileged. Not owned by the ClusterPolicy (see finish()). */
-    if (c->p->psa_enabled) {
+    if (c->p->psa_enabled && !c->identity_only) {
         json_t *labels = json_object();
         char key[64];
         for (size_t i = 0; labels && i < ARRAY_SIZE(psa); i++) {
@@ -61,7 +62,7 @@ int op_state_prerequisites(struct rctx *c, json_t *objects)
     /* The runtime class every GPU pod of the operands runs with (name and handler as NVIDIA's),
      * and with CDI the two handlers NVIDIA's toolkit adds beside it. */
     const char *names[3] = {c->p->runtime_class, NULL, NULL};
-    if (c->p->cdi_enabled) {
+    if (c->p->cdi_enabled || c->identity_only) {
         names[1] = "nvidia-cdi";
         names[2] = "nvidia-legacy";
     }
@@ -109,6 +110,58 @@ static int owner_refs(const json_t *owner, json_t **ret)
                      "ClusterPolicy", "name", name, "uid", uid, "controller", 1,
                      "blockOwnerDeletion", 1);
     return *ret ? 0 : -ENOMEM;
+}
+
+static bool same_identity(const json_t *a, const json_t *b)
+{
+    static const char *const keys[] = {"apiVersion", "kind"};
+    json_t *ma = json_object_get(a, "metadata"), *mb = json_object_get(b, "metadata");
+
+    for (size_t i = 0; i < ARRAY_SIZE(keys); i++)
+        if (!json_equal(json_object_get(a, keys[i]), json_object_get(b, keys[i])))
+            return false;
+    return json_equal(json_object_get(ma, "name"), json_object_get(mb, "name")) &&
+           (json_object_get(ma, "namespace") == json_object_get(mb, "namespace") ||
+            json_equal(json_object_get(ma, "namespace"), json_object_get(mb, "namespace")));
+}
+
+/* The objects of every (identity-only) rendering of the state that this one lacks. */
+static int absent_objects(struct rctx *c, op_state_fn fn, const json_t *objects, json_t **ret)
+{
+    _cleanup_json_ json_t *all = json_array(), *out = json_array();
+    size_t i, k;
+    json_t *o, *have;
+    int r;
+
+    if (!all || !out)
+        return -ENOMEM;
+    c->identity_only = true;
+    r = fn(c, all);
+    c->identity_only = false;
+    if (r < 0)
+        return r;
+    json_array_foreach(all, i, o)
+    {
+        const char *kind = json_string_value(json_object_get(o, "kind"));
+        bool found = false;
+        if (strcmp(kind, "DaemonSet") == 0 && !c->env->gpu_nodes)
+            continue;
+        json_array_foreach(objects, k, have) found = found || same_identity(o, have);
+        if (found)
+            continue;
+        json_t *meta = json_object_get(o, "metadata");
+        json_t *id = json_pack("{s:O,s:O,s:{s:O}}", "apiVersion", json_object_get(o, "apiVersion"),
+                               "kind", json_object_get(o, "kind"), "metadata", "name",
+                               json_object_get(meta, "name"));
+        json_t *ns = json_object_get(meta, "namespace");
+        if (id && ns && r_set(json_object_get(id, "metadata"), "namespace", json_incref(ns)) < 0)
+            id = (json_decref(id), NULL);
+        r = r_push(out, id);
+        if (r < 0)
+            return r;
+    }
+    *ret = TAKE_PTR(out);
+    return 0;
 }
 
 /* Owner reference and hash; for a disabled state, only what names the object. */
@@ -189,6 +242,10 @@ int op_render(const struct op_policy *p, const struct op_render_env *env, const 
         r = STATES[i].fn(&c, s->objects);
         if (r >= 0)
             r = finish(&c, s->objects);
+        if (r >= 0 && s->enabled)
+            r = absent_objects(&c, STATES[i].fn, s->objects, &s->absent);
+        if (r >= 0 && !s->absent && !(s->absent = json_array()))
+            r = -ENOMEM;
         if (r < 0) {
             if (r == -ENOMEM)
                 diag_fail(d, r, "%s: out of memory", s->name);
@@ -206,8 +263,10 @@ out:
 
 void op_rendered_release(struct op_rendered *r)
 {
-    for (size_t i = 0; i < r->n; i++)
+    for (size_t i = 0; i < r->n; i++) {
         json_decref(r->states[i].objects);
+        json_decref(r->states[i].absent);
+    }
     free(r->states);
     r->states = NULL;
     r->n = 0;

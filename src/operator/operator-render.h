@@ -33,14 +33,20 @@ struct op_render_env {
 };
 
 /*
- * One state. objects: a JSON array in apply order. For a disabled state, the objects it would own
- * (so the operator can delete them by apiVersion/kind/namespace/name); their content is complete
- * only as far as identity goes.
+ * One state. objects: a JSON array in apply order. For a disabled state, every object the state
+ * can own under any policy (so the operator can delete them by apiVersion/kind/namespace/name);
+ * their content is complete only as far as identity goes.
+ *
+ * absent: for an enabled state, the objects the state owns under other settings but not under this
+ * policy (identity only), e.g. the exporter's read-pods ClusterRole once pod labels are turned off:
+ * the operator deletes them (NotFound ignored) to keep RBAC least-privileged. Never the namespace,
+ * and no DaemonSet while there is no GPU node. Empty for a disabled state.
  */
 struct op_state {
     const char *name; /* static */
     bool enabled;
     json_t *objects; /* owned */
+    json_t *absent;  /* owned, never NULL */
 };
 
 struct op_rendered {

@@ -819,6 +819,51 @@ static void test_errors(void **state_)
     test_env = ENV;
 }
 
+/* What an enabled state owns under other settings, for the operator to delete. */
+static void test_absent(void **state_)
+{
+    (void)state_;
+    _cleanup_(op_policy_freep) struct op_policy *p = policy("spec: {}\n");
+    _cleanup_(op_policy_freep) struct op_policy *p2 = policy(
+        "spec: {cdi: {enabled: false}, dcgmExporter: {enablePodLabels: true, enabled: false},\n"
+        "  gfd: {env: [{name: GFD_USE_NODE_FEATURE_API, value: 'false'}]}}\n");
+    struct op_rendered r;
+
+    render(p, true, NULL, &r);
+    for (size_t i = 0; i < r.n; i++) {
+        const struct op_state *s = &r.states[i];
+        size_t want = strcmp(s->name, "state-dcgm-exporter") == 0 ? 2 : 0;
+        if (json_array_size(s->absent) != want)
+            fail_msg("%s: %zu absent, want %zu", s->name, json_array_size(s->absent), want);
+    }
+    const struct op_state *ex = state(&r, "state-dcgm-exporter");
+    json_t *a = json_array_get(ex->absent, 0);
+    assert_string_equal(str_at(a, "kind"), "ClusterRole");
+    assert_string_equal(str_at(a, "metadata/name"), "nvidia-dcgm-exporter-read-pods");
+    assert_string_equal(str_at(a, "apiVersion"), "rbac.authorization.k8s.io/v1");
+    assert_null(json_object_get(json_object_get(a, "metadata"), "namespace"));
+    assert_string_equal(str_at(json_array_get(ex->absent, 1), "kind"), "ClusterRoleBinding");
+    op_rendered_release(&r);
+
+    render(p2, false, NULL, &r);
+    const struct op_state *pre = state(&r, "pre-requisites");
+    assert_int_equal(json_array_size(pre->absent), 2);
+    assert_string_equal(str_at(json_array_get(pre->absent, 0), "metadata/name"), "nvidia-cdi");
+    assert_string_equal(str_at(json_array_get(pre->absent, 1), "metadata/name"), "nvidia-legacy");
+    const struct op_state *gfd = state(&r, "gpu-feature-discovery");
+    assert_int_equal(json_array_size(gfd->absent), 2); /* Role, RoleBinding; no DaemonSet */
+    assert_string_equal(str_at(json_array_get(gfd->absent, 0), "kind"), "Role");
+    assert_string_equal(str_at(json_array_get(gfd->absent, 0), "metadata/namespace"),
+                        "gpu-operator");
+    /* A disabled state lists everything it can own, and nothing is absent from it. */
+    ex = state(&r, "state-dcgm-exporter");
+    assert_false(ex->enabled);
+    assert_int_equal(json_array_size(ex->absent), 0);
+    assert_non_null(find(ex, "ClusterRole", "nvidia-dcgm-exporter-read-pods"));
+    assert_non_null(find(ex, "DaemonSet", "nvidia-dcgm-exporter"));
+    op_rendered_release(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -834,6 +879,7 @@ int main(void)
         cmocka_unit_test(test_daemonsets_spec),
         cmocka_unit_test(test_options),
         cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_absent),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
