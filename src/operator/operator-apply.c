@@ -101,6 +101,7 @@ const char *op_apply_result_name(enum op_apply_result r)
 /* ---- one apply or delete ---- */
 
 struct apply_op {
+    struct op_inflight link; /* first: the list frees the whole */
     struct kube_client *kube;
     json_t *obj;
     bool delete_;
@@ -112,11 +113,18 @@ struct apply_op {
     void *userdata;
 };
 
-static void finish(struct apply_op *op, int result, const json_t *live, const char *error)
+static void op_free(struct op_inflight *link)
 {
-    op->fn(result, live, error, op->userdata);
+    struct apply_op *op = (struct apply_op *)link;
     json_decref(op->obj);
     free(op);
+}
+
+static void finish(struct apply_op *op, int result, const json_t *live, const char *error)
+{
+    op_inflight_remove(&op->link);
+    op->fn(result, live, error, op->userdata);
+    op_free(&op->link);
 }
 
 static void fail(struct apply_op *op, const char *verb, const struct kube_response *res)
@@ -310,8 +318,8 @@ static void start_get(struct apply_op *op)
         fail_errno(op, "get", r);
 }
 
-static int start(struct kube_client *kube, const json_t *obj, bool delete_,
-                 struct op_write_counts *writes, op_apply_done_fn fn, void *userdata)
+static int start(struct kube_client *kube, struct op_inflight *inflight, const json_t *obj,
+                 bool delete_, struct op_write_counts *writes, op_apply_done_fn fn, void *userdata)
 {
     struct diag d;
     diag_init(&d);
@@ -336,18 +344,56 @@ static int start(struct kube_client *kube, const json_t *obj, bool delete_,
     if (r < 0) {
         json_decref(op->obj);
         free(op);
+        return r;
     }
-    return r;
+    op_inflight_add(inflight, &op->link, op_free);
+    return 0;
 }
 
-int op_apply(struct kube_client *kube, const json_t *obj, struct op_write_counts *writes,
-             op_apply_done_fn fn, void *userdata)
+int op_apply(struct kube_client *kube, struct op_inflight *inflight, const json_t *obj,
+             struct op_write_counts *writes, op_apply_done_fn fn, void *userdata)
 {
-    return start(kube, obj, false, writes, fn, userdata);
+    return start(kube, inflight, obj, false, writes, fn, userdata);
 }
 
-int op_delete(struct kube_client *kube, const json_t *obj, struct op_write_counts *writes,
-              op_apply_done_fn fn, void *userdata)
+int op_delete(struct kube_client *kube, struct op_inflight *inflight, const json_t *obj,
+              struct op_write_counts *writes, op_apply_done_fn fn, void *userdata)
 {
-    return start(kube, obj, true, writes, fn, userdata);
+    return start(kube, inflight, obj, true, writes, fn, userdata);
+}
+
+/* ---- requests in flight ---- */
+
+void op_inflight_init(struct op_inflight *head)
+{
+    head->prev = head->next = head;
+    head->free_fn = NULL;
+}
+
+void op_inflight_add(struct op_inflight *head, struct op_inflight *link,
+                     void (*free_fn)(struct op_inflight *link))
+{
+    link->free_fn = free_fn;
+    link->next = head->next;
+    link->prev = head;
+    head->next->prev = link;
+    head->next = link;
+}
+
+void op_inflight_remove(struct op_inflight *link)
+{
+    if (!link->next)
+        return;
+    link->prev->next = link->next;
+    link->next->prev = link->prev;
+    link->prev = link->next = NULL;
+}
+
+void op_inflight_free_all(struct op_inflight *head)
+{
+    while (head->next && head->next != head) {
+        struct op_inflight *link = head->next;
+        op_inflight_remove(link);
+        link->free_fn(link);
+    }
 }

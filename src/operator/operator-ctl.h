@@ -29,6 +29,26 @@ _wur_ int op_object_path(const json_t *obj, bool collection, char *buf, size_t n
 /* Whether obj has a controller owner reference to a ClusterPolicy (nvidia.com). */
 bool op_owned_by_policy(const json_t *obj);
 
+/* ---- requests in flight ---- */
+
+/*
+ * The context of a request in flight is linked into a list its owner keeps: freeing the kube
+ * client drops the callbacks that would free them, so the owner frees what is left with
+ * op_inflight_free_all() after freeing the client. Embed the link as a member; fn frees the whole.
+ */
+struct op_inflight {
+    struct op_inflight *prev, *next;
+    void (*free_fn)(struct op_inflight *link);
+};
+
+/* An empty list: a head linked to itself. */
+void op_inflight_init(struct op_inflight *head);
+void op_inflight_add(struct op_inflight *head, struct op_inflight *link,
+                     void (*free_fn)(struct op_inflight *link));
+void op_inflight_remove(struct op_inflight *link);
+/* Frees every context still listed (their requests will never answer). */
+void op_inflight_free_all(struct op_inflight *head);
+
 /* ---- applying (operator-apply.c) ---- */
 
 enum op_apply_result {
@@ -60,15 +80,15 @@ typedef void (*op_apply_done_fn)(int result, const json_t *live, const char *err
  * live resourceVersion (a 409 starts over, at most 3 times). ServiceAccounts are created only.
  * A Namespace is never created or owned: its labels are merge-patched when they differ.
  * writes (may be NULL) counts the writes made. fn is called exactly once, never from inside this
- * call; 0 or a negative errno (then no call).
+ * call; 0 or a negative errno (then no call). The request's context is listed in inflight.
  */
-_wur_ int op_apply(struct kube_client *kube, const json_t *obj, struct op_write_counts *writes,
-                   op_apply_done_fn fn, void *userdata);
+_wur_ int op_apply(struct kube_client *kube, struct op_inflight *inflight, const json_t *obj,
+                   struct op_write_counts *writes, op_apply_done_fn fn, void *userdata);
 
 /* Deletes the object obj names when it exists and a ClusterPolicy controls it (NotFound is
  * OP_APPLY_ABSENT). A Namespace is never deleted (OP_APPLY_NOT_OWNED). */
-_wur_ int op_delete(struct kube_client *kube, const json_t *obj, struct op_write_counts *writes,
-                    op_apply_done_fn fn, void *userdata);
+_wur_ int op_delete(struct kube_client *kube, struct op_inflight *inflight, const json_t *obj,
+                    struct op_write_counts *writes, op_apply_done_fn fn, void *userdata);
 
 /* ---- readiness (operator-status.c) ---- */
 

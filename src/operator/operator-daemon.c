@@ -123,6 +123,7 @@ struct daemon {
 
     struct http_server *metrics_srv, *health_srv;
     struct op_metrics metrics;
+    struct op_inflight inflight; /* contexts of requests in flight, freed at the end */
 
     struct ev_signal *sig_term, *sig_int;
     struct ev_timer *release_timer;
@@ -180,14 +181,21 @@ static json_t *active_policy(const struct daemon *dm)
 /* ---- status and events ---- */
 
 struct event_call {
-    struct daemon *dm;
+    struct op_inflight link;
 };
+
+static void free_link(struct op_inflight *link)
+{
+    free(link);
+}
 
 static void on_event_written(const struct kube_response *res, void *userdata)
 {
+    struct event_call *call = userdata;
     if (res->status != 201 && res->status != 200)
         log_debug(1, "event not recorded", "status", LOG_INT(res->status), "message", res->message);
-    free(userdata);
+    op_inflight_remove(&call->link);
+    free(call);
 }
 
 /* Records an Event about cp; best effort, nothing waits for it. */
@@ -204,12 +212,14 @@ static void record_event(struct daemon *dm, const json_t *cp, bool warning, cons
         free(call);
         return;
     }
+    op_inflight_add(&dm->inflight, &call->link, free_link);
     dm->metrics.writes.create++;
     log_info("event", "clusterpolicy", meta_str(cp, "name"), "type", warning ? "Warning" : "Normal",
              "reason", reason, "message", message);
 }
 
 struct status_call {
+    struct op_inflight link;
     struct daemon *dm;
     struct op_verdict verdict;
     int64_t generation;
@@ -245,6 +255,7 @@ static void on_status_written(const struct kube_response *res, void *userdata)
     if (!ok && res->status != 404)
         log_error("cannot write the ClusterPolicy status", "status", LOG_INT(res->status), "reason",
                   res->reason, "message", res->message);
+    op_inflight_remove(&sc->link);
     sc->done(sc->dm, ok || res->status == 404, sc->wrote && ok, sc->userdata);
     free(sc);
 }
@@ -279,6 +290,7 @@ static bool write_status(struct daemon *dm, const json_t *cp, const struct op_ve
         free(sc);
         return false;
     }
+    op_inflight_add(&dm->inflight, &sc->link, free_link);
     return true;
 }
 
@@ -558,8 +570,10 @@ static void policy_next(struct pass *p)
             continue;
         }
         const json_t *obj = json_array_get(st->objects, p->oi);
-        int r = st->enabled ? op_apply(dm->kube, obj, &dm->metrics.writes, on_object_done, p)
-                            : op_delete(dm->kube, obj, &dm->metrics.writes, on_object_done, p);
+        int r =
+            st->enabled
+                ? op_apply(dm->kube, &dm->inflight, obj, &dm->metrics.writes, on_object_done, p)
+                : op_delete(dm->kube, &dm->inflight, obj, &dm->metrics.writes, on_object_done, p);
         if (r < 0)
             policy_fail(p, true, "Failed to reconcile %s: %s %s: %s", st->name,
                         json_string_value(json_object_get(obj, "kind")), meta_str(obj, "name"),
@@ -732,6 +746,7 @@ static void label_finish(struct label_pass *lp)
 }
 
 struct label_call {
+    struct op_inflight link;
     struct label_pass *lp;
     char node[254];
 };
@@ -741,6 +756,7 @@ static void on_label_patched(const struct kube_response *res, void *userdata)
     struct label_call *call = userdata;
     struct label_pass *lp = call->lp;
     struct daemon *dm = lp->dm;
+    op_inflight_remove(&call->link);
     lp->in_flight--;
     if (res->status == 200) {
         dm->metrics.label_patches++;
@@ -779,6 +795,7 @@ static void label_pump(struct label_pass *lp)
             lp->failed++;
             continue;
         }
+        op_inflight_add(&dm->inflight, &call->link, free_link);
         dm->metrics.writes.patch++;
         lp->in_flight++;
     }
@@ -1196,12 +1213,13 @@ static int start(struct daemon *dm, struct diag *d)
 static void stop(struct daemon *dm)
 {
     /* The clients first: their callbacks then never come, so the passes can go. */
+    dm->lease_kube = kube_client_free(dm->lease_kube);
     dm->elector = op_elector_free(dm->elector);
     dm->w_cp = kube_watch_free(dm->w_cp);
     dm->w_nodes = kube_watch_free(dm->w_nodes);
     dm->w_ds = kube_watch_free(dm->w_ds);
-    dm->lease_kube = kube_client_free(dm->lease_kube);
     dm->kube = kube_client_free(dm->kube);
+    op_inflight_free_all(&dm->inflight);
     pass_free(dm->pass);
     dm->pass = NULL;
     if (dm->lpass) {
@@ -1223,6 +1241,7 @@ static int run(struct op_options *o)
     struct daemon dm = {.o = o};
     struct diag d;
     diag_init(&d);
+    op_inflight_init(&dm.inflight);
     for (size_t i = 0; i < STATES_MAX; i++)
         dm.last[i] = ST_UNKNOWN;
     int r = start(&dm, &d);

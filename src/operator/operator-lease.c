@@ -509,8 +509,7 @@ struct op_elector *op_elector_free(struct op_elector *e)
 {
     if (!e)
         return NULL;
-    if (e->call)
-        e->call->e = NULL;
+    free(e->call); /* its client is gone (see the header): no answer will come */
     e->timer = ev_timer_del(e->timer);
     json_decref(e->live);
     free(e->namespace_);

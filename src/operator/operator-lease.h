@@ -109,7 +109,8 @@ struct op_elector_options {
 
 struct op_elector;
 
-/* Starts campaigning at once. The kube client is borrowed and must outlive the elector. */
+/* Starts campaigning at once. The kube client is borrowed and is the elector's alone; free it
+ * before the elector, so that no answer to a request in flight comes after. */
 _wur_ int op_elector_new(struct ev_loop *loop, struct kube_client *kube,
                          const struct op_elector_options *o, struct diag *d,
                          struct op_elector **ret);

@@ -139,14 +139,16 @@ static int set_label(struct work *w, const char *key, const char *value)
     return r < 0 ? -ENOMEM : 0;
 }
 
+/* key may be a key of w->owned itself: it is dropped from there last. */
 static int remove_label(struct work *w, const char *key)
 {
-    json_object_del(w->owned, key);
-    if (!json_object_get(w->labels, key)) {
+    int r = 0;
+    if (!json_object_get(w->labels, key))
         json_object_del(w->patch, key);
-        return 0;
-    }
-    return json_object_set_new(w->patch, key, json_null()) < 0 ? -ENOMEM : 0;
+    else
+        r = json_object_set_new(w->patch, key, json_null()) < 0 ? -ENOMEM : 0;
+    json_object_del(w->owned, key);
+    return r;
 }
 
 static int remove_all(struct work *w, const char *const *keys)
