@@ -40,7 +40,7 @@ def gp():
 def fakekube(tmp_path):
     """A fake Kubernetes API server (fakekube.py) with its kubeconfigs under tmp_path/kube; bookmarks
     every 0.2 s. The test fails at teardown if a request was rejected 422 Invalid outside
-    fakekube.expect_invalid()."""
+    fakekube.expect_invalid(), or if an emulated controller (garbage collector, DaemonSets) failed."""
     from fakekube import FakeKube
     fk = FakeKube(tmp_path / "kube", bookmark_interval=0.2).start()
     try:
@@ -51,3 +51,5 @@ def fakekube(tmp_path):
     if bad:
         pytest.fail("requests the API server rejected as invalid:\n" + "\n".join(
             f"  {v['method']} {v['path']}: {v['message']}" for v in bad), pytrace=False)
+    if fk.controller_errors:
+        pytest.fail("the emulated controllers failed: " + "; ".join(fk.controller_errors), pytrace=False)

@@ -226,6 +226,8 @@ def conflict(res, name, why="the object has been modified; please apply your cha
 def invalid(res, name, causes):
     """422 with the field causes; causes: [(field, message)]."""
     text = ", ".join(f"{f}: {m}" if f else m for f, m in causes)
+    if len(causes) > 1:
+        text = f"[{text}]"  # as an aggregate of field errors prints
     return ApiError(422, f'{res.group_kind} "{name}" is invalid: {text}',
                     details={"name": name, "group": res.group, "kind": res.kind,
                              "causes": [{"reason": _cause_reason(m), "message": m, "field": f}

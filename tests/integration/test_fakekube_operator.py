@@ -494,7 +494,7 @@ def test_crd_serves_resources(fakekube, api):
     assert causes["spec.size"] == "Invalid value: 0: spec.size in body should be greater than or equal to 1"
     assert causes["spec.port"].startswith("Invalid value: 1.5: spec.port in body must be of type")
     assert causes["spec.tags[1]"] == 'Duplicate value: "a"'
-    assert err["message"].startswith('Widget.example.com "w3" is invalid: ')
+    assert err["message"].startswith('Widget.example.com "w3" is invalid: [spec.')  # several: a list
     nocolor = widget("w4")
     del nocolor["spec"]["color"]
     with fakekube.expect_invalid():
