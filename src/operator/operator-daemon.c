@@ -502,11 +502,22 @@ static void policy_conclude(struct pass *p)
     policy_report(p);
 }
 
+/* The object at position i of a state's walk: its objects (applied when the state is enabled,
+ * deleted when not), then the objects it owns only under other settings (deleted); NULL past the
+ * end. */
+static const json_t *state_object(const struct op_state *st, size_t i, bool *ret_deleting)
+{
+    size_t n = json_array_size(st->objects);
+    *ret_deleting = !st->enabled || i >= n;
+    return i < n ? json_array_get(st->objects, i) : json_array_get(st->absent, i - n);
+}
+
 static void on_object_done(int result, const json_t *live, const char *error, void *userdata)
 {
     struct pass *p = userdata;
     const struct op_state *st = &p->rendered.states[p->si];
-    const json_t *obj = json_array_get(st->objects, p->oi);
+    bool deleting;
+    const json_t *obj = state_object(st, p->oi, &deleting);
     const char *kind = json_string_value(json_object_get(obj, "kind"));
     if (result < 0) {
         policy_fail(p, true, "Failed to reconcile %s: %s", st->name,
@@ -518,7 +529,7 @@ static void on_object_done(int result, const json_t *live, const char *error, vo
     if (result == OP_APPLY_CREATED || result == OP_APPLY_UPDATED)
         log_info(result == OP_APPLY_CREATED ? "created" : "updated", "state", st->name, "kind",
                  kind, "name", meta_str(obj, "name"));
-    if (st->enabled && kind && strcmp(kind, "DaemonSet") == 0 && live && p->si < STATES_MAX) {
+    if (!deleting && kind && strcmp(kind, "DaemonSet") == 0 && live && p->si < STATES_MAX) {
         char why[160];
         bool rolled = result == OP_APPLY_CREATED || result == OP_APPLY_UPDATED;
         if (!op_daemonset_ready(live, rolled, why, sizeof(why)) &&
@@ -564,16 +575,17 @@ static void policy_next(struct pass *p)
         const struct op_state *st = &p->rendered.states[p->si];
         if (p->oi == 0 && p->si < STATES_MAX)
             p->result[p->si] = st->enabled ? ST_READY : ST_DISABLED;
-        if (p->oi >= json_array_size(st->objects)) {
+        bool deleting;
+        const json_t *obj = state_object(st, p->oi, &deleting);
+        if (!obj) {
             p->si++;
             p->oi = 0;
             continue;
         }
-        const json_t *obj = json_array_get(st->objects, p->oi);
         int r =
-            st->enabled
-                ? op_apply(dm->kube, &dm->inflight, obj, &dm->metrics.writes, on_object_done, p)
-                : op_delete(dm->kube, &dm->inflight, obj, &dm->metrics.writes, on_object_done, p);
+            deleting
+                ? op_delete(dm->kube, &dm->inflight, obj, &dm->metrics.writes, on_object_done, p)
+                : op_apply(dm->kube, &dm->inflight, obj, &dm->metrics.writes, on_object_done, p);
         if (r < 0)
             policy_fail(p, true, "Failed to reconcile %s: %s %s: %s", st->name,
                         json_string_value(json_object_get(obj, "kind")), meta_str(obj, "name"),

@@ -212,7 +212,16 @@ def test_spec_change_rolls_exactly_the_changed_daemonset(cluster, operators):
     fk.patch("clusterpolicies", "cluster-policy", {"spec": {"gfd": {"enabled": False}}})
     fk.wait_for(lambda: fk.get("daemonsets", "gpu-feature-discovery", oh.NAMESPACE) is None,
                 timeout=20, what="GFD deleted")
+    assert fk.get("serviceaccounts", "nvidia-gpu-feature-discovery", oh.NAMESPACE) is None
     oh.wait_state(fk, "ready", reason="Reconciled", timeout=20)
+    # RBAC that only some settings need comes and goes with them
+    fk.patch("clusterpolicies", "cluster-policy", {"spec": {"dcgmExporter": {"enablePodLabels": True}}})
+    fk.wait_for(lambda: fk.get("clusterroles", "nvidia-dcgm-exporter-read-pods"), timeout=20,
+                what="the read-pods ClusterRole")
+    fk.patch("clusterpolicies", "cluster-policy", {"spec": {"dcgmExporter": {"enablePodLabels": False}}})
+    fk.wait_for(lambda: fk.get("clusterroles", "nvidia-dcgm-exporter-read-pods") is None and
+                fk.get("clusterrolebindings", "nvidia-dcgm-exporter-read-pods") is None,
+                timeout=20, what="the read-pods ClusterRole deleted")
 
 
 def test_deleting_the_policy_cleans_up(cluster, operators):
