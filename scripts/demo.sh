@@ -8,9 +8,10 @@
 # Discovery writes them (`gpuplane discover`); the metrics dcgm-exporter would serve (`gpuplane
 # exporter`); then `gpuplane dra-driver` against the test API
 # server and the DRA kubelet emulator (slices published, a claim allocated by `gpuplane allocate`,
-# prepared with its CDI spec, unprepared) and a DRA scheduling simulation (`gpuplane schedule`). No
-# GPU, no kubelet and no cluster are needed; it takes about 8 seconds. The daemons' own logs go to
-# files.
+# prepared with its CDI spec, unprepared), the GPU operator reconciling a ClusterPolicy on the test API
+# server (`gpuplane operator`: states in order, node labels, status) and a DRA scheduling simulation
+# (`gpuplane schedule`). No GPU, no kubelet and no cluster are needed; it takes about 15 seconds. The
+# daemons' own logs go to files.
 set -euo pipefail
 bin=${1:-build/gpuplane}
 cd "$(dirname "$0")/.."
@@ -116,6 +117,16 @@ examples/dra/dra-driver/run-local.sh "$(dirname "$bin")" |
          inspec && /^---$/ && n > 1 { if (n > 24) printf "    ... (%d more lines)\n", n - 24; inspec = 0 }
          inspec { n++; if (n <= 24) print; next }
          { print }' || status=$?
+
+title "gpuplane operator: a ClusterPolicy reconciled into ordered states"
+cat <<'TEXT'
+examples/operator/run-local.sh: the test API server with the chart's ClusterPolicy CRD, two simulated
+GPU nodes and a CPU node, its DaemonSet emulator making each operand's pods available a little
+after the previous one's (driver, toolkit, validator, then the rest, as the validations chain them
+on a node); `gpuplane operator --leader-elect` reconciles examples/operator/clusterpolicy.yaml.
+TEXT
+echo
+examples/operator/run-local.sh "$(dirname "$bin")" || status=$?
 
 title "gpuplane schedule: where would these pods go?"
 show "$bin" schedule -f examples/dra/deviceclasses.yaml -f examples/dra/slices-dgx-h100-0.yaml \
