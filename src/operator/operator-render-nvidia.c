@@ -119,9 +119,13 @@ static int driver_manager(struct rctx *c, json_t *pod, bool *ret_added)
     int r;
 
     *ret_added = false;
-    r = op_image_path(&p->driver_manager, "spec.driver.manager", "DRIVER_MANAGER_IMAGE", NULL,
-                      c->env->getenv, &image, NULL);
-    if (r == -EINVAL)
+    const struct op_component_spec *m = &p->driver_manager;
+    bool named = m->repository || m->image || m->version;
+    /* Named in part is a mistake; not named at all (and no DRIVER_MANAGER_IMAGE) leaves the
+     * driver manager out: the driver container then installs over whatever is there. */
+    r = op_image_path(m, "spec.driver.manager", "DRIVER_MANAGER_IMAGE", NULL, c->env->getenv,
+                      &image, named && !c->identity_only ? c->d : NULL);
+    if (r == -EINVAL && (!named || c->identity_only))
         return 0;
     if (r < 0)
         return r;

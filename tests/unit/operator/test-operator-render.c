@@ -817,6 +817,13 @@ static void test_errors(void **state_)
     assert_int_equal(op_render(p, &env, NULL, &r, &d), -EINVAL);
     assert_non_null(strstr(d.msg, "spec.driver: no image"));
     test_env = ENV;
+
+    /* The driver manager named in part is an error, not a silent omission. */
+    _cleanup_(op_policy_freep) struct op_policy *p3 =
+        policy("spec: {driver: {manager: {image: k8s-driver-manager, version: v1}}}\n");
+    diag_init(&d);
+    assert_int_equal(op_render(p3, &env, NULL, &r, &d), -EINVAL);
+    assert_non_null(strstr(d.msg, "spec.driver.manager: repository, image and version must all"));
 }
 
 /* What an enabled state owns under other settings, for the operator to delete. */
