@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """A fake Kubernetes API server for gpuplane's integration tests.
 
-It speaks HTTPS with a CA it makes, authenticates bearer tokens and client certificates, keeps
+It speaks HTTPS with a CA it makes, authenticates bearer tokens and client certificates (and, for
+service-account tokens it hands out, authorizes requests with the stored RBAC objects), keeps
 objects in memory and serves the verbs gpuplane's API client uses the way kube-apiserver does: get,
 list (label and field selectors, limit/continue, resourceVersion), create (generateName), update
 (resourceVersion preconditions, 409 Conflict), JSON merge patch, strategic merge patch (built-in
@@ -39,6 +40,7 @@ Test hooks (a FakeKube instance `fk`):
   writes(since=t, verb=, resource=), write_counts(since=t) — the client's write requests, timestamped;
   changes(since=rv, type=, resource=) — every change of the store, in order (creation order);
   events_for(kind, name) — the Events about an object;
+  service_account(name, namespace) — a token held to the stored RBAC objects (403, escalation checks);
   restart(keep_state=True, down=0.0), expire_watches(), drop_watches(), compact(), expire_continues();
   inject(method, path, status, count (None: until cleared), hang, delay, drop), clear_injections();
   requests(), wait_for(), watch_count(), expect_invalid(), violations, warnings.
@@ -344,6 +346,35 @@ def strategic_merge_patch(target, patch, path=()):
     if isinstance(retain, list):
         out = {k: v for k, v in out.items() if k in retain}
     return out
+
+
+RBAC_GROUP = "rbac.authorization.k8s.io"
+RBAC_GV = RBAC_GROUP + "/v1"
+
+
+def rbac_rule_allows(rule, verb, group, resource, sub, name):
+    """Whether one PolicyRule allows a request (verb, API group, resource, subresource, name).
+    A "*" given as a request value is only allowed by a "*" in the rule (what coverage checks
+    need)."""
+    def has(values, v):
+        return "*" in values or v in values
+    if not has(rule.get("verbs") or [], verb) or not has(rule.get("apiGroups") or [], group):
+        return False
+    res = rule.get("resources") or []
+    combined = f"{resource}/{sub}" if sub else resource
+    if not ("*" in res or combined in res or
+            (sub and (f"*/{sub}" in res or f"{resource}/*" in res))):
+        return False
+    names = rule.get("resourceNames") or []
+    return not names or name in names
+
+
+def _url_allowed(rule, url):
+    for u in rule.get("nonResourceURLs") or []:
+        if u == "*" or u == url or (u.endswith("*") and url.startswith(u[:-1])):
+            if "*" in (rule.get("verbs") or []) or "get" in (rule.get("verbs") or []):
+                return True
+    return False
 
 
 def template_hash(template):
@@ -860,6 +891,8 @@ class FakeKube:
         self._ds_policies = []  # (daemonset match, namespace, node match, after)
         self._ds_state = {}  # DaemonSet uid -> _DsState
         self._seen_uids = set()  # every uid an object stored here had
+        self._sa_tokens = {}  # token -> (user, groups): identities the RBAC authorizer governs
+        self._local = threading.local()  # the identity of the request a handler thread serves
         self._ds_paused = False
         self._ctl_thread = None
         self._ctl_stop = False
@@ -1230,6 +1263,51 @@ class FakeKube:
         ds = self.get("daemonsets", name, namespace)
         return (ds or {}).get("status")
 
+    # --- hooks: identities under RBAC ---
+
+    def service_account(self, name, namespace=None):
+        """A token for the ServiceAccount namespace/name (stored if missing). Unlike the fixture's
+        token (system:masters, allowed everything), requests with it are authorized by the stored
+        Roles, ClusterRoles and bindings as kube-apiserver's RBAC authorizer does (403 Forbidden
+        otherwise), and creating a role or binding that grants more than it holds is refused as
+        privilege escalation. Returns a dict: token, user, groups, kubeconfig (a file with the
+        token), sa_dir (an in-cluster service-account directory) and env (the in-cluster
+        environment pointing at it)."""
+        ns = namespace or self.namespace
+        token = secrets.token_urlsafe(24)
+        user = f"system:serviceaccount:{ns}:{name}"
+        groups = ["system:serviceaccounts", f"system:serviceaccounts:{ns}", "system:authenticated"]
+        with self.store.cond:
+            self._sa_tokens[token] = (user, groups)
+            if self.get("serviceaccounts", name, ns) is None:
+                self.put({"apiVersion": "v1", "kind": "ServiceAccount",
+                          "metadata": {"name": name, "namespace": ns}})
+        d = self.dir / f"sa-{ns}-{name}"
+        d.mkdir(exist_ok=True)
+        (d / "ca.crt").write_bytes(self.certs.ca_pem)
+        (d / "namespace").write_text(ns)
+        _write_private(d / "token", token)
+        kc = d / "kubeconfig"
+        _write_private(kc, yaml.safe_dump(_kubeconfig(self.url, {"certificate-authority": str(self.certs.ca)},
+                                                      {"token": token}, ns),
+                                          default_flow_style=False, sort_keys=False))
+        return {"token": token, "user": user, "groups": groups, "kubeconfig": kc, "sa_dir": d,
+                "env": {"KUBERNETES_SERVICE_HOST": "127.0.0.1", "KUBERNETES_SERVICE_PORT": str(self.port),
+                        "GPUPLANE_SERVICEACCOUNT_DIR": str(d)}}
+
+    def allowed(self, user, verb, resource, namespace=None, name=None, subresource=None, groups=None):
+        """What the RBAC authorizer answers for user (e.g. "system:serviceaccount:ns:sa") on a
+        resource (plural or plural.group): a SubjectAccessReview by hand."""
+        if groups is None:
+            parts = user.split(":")
+            groups = ["system:authenticated"] + (
+                ["system:serviceaccounts", f"system:serviceaccounts:{parts[2]}"]
+                if user.startswith("system:serviceaccount:") and len(parts) == 4 else [])
+        res = self.resource(resource)
+        with self.store.cond:
+            return self._allowed(user, groups, verb, res.group, res.plural, subresource, namespace or "",
+                                 name)
+
     # --- hooks: faults and observation ---
 
     def inject(self, method=".*", path=".*", status=500, count=1, hang=False, delay=0.0, message=None,
@@ -1485,7 +1563,109 @@ class FakeKube:
         elif method == "DELETE":
             verb = "deletecollection" if name is None else "delete"
         return {"verb": verb, "resource": res.qualified if res else rest[0], "plural": rest[0],
-                "namespace": ns, "name": name, "subresource": rest[2] if len(rest) > 2 else None}
+                "group": gv.split("/")[0] if "/" in gv else "", "namespace": ns, "name": name,
+                "subresource": rest[2] if len(rest) > 2 else None}
+
+    # --- internals: RBAC ---
+
+    def _rules_of(self, user, groups, namespace):
+        """The PolicyRules bound to an identity: cluster-wide, plus those of `namespace`'s
+        RoleBindings when given."""
+        objs = self.store.objects
+
+        def matches(sub):
+            kind = sub.get("kind")
+            if kind == "ServiceAccount":
+                return user == f"system:serviceaccount:{sub.get('namespace')}:{sub.get('name')}"
+            if kind == "User":
+                return sub.get("name") == user
+            return kind == "Group" and sub.get("name") in groups
+
+        def rules(ref, ns):
+            if ref.get("kind") == "ClusterRole":
+                o = objs.get((RBAC_GV, "clusterroles", "", ref.get("name")))
+            elif ref.get("kind") == "Role" and ns:
+                o = objs.get((RBAC_GV, "roles", ns, ref.get("name")))
+            else:
+                o = None
+            return (o or {}).get("rules") or []
+
+        out = []
+        for k, o in objs.items():
+            if k[0] != RBAC_GV or not any(matches(x) for x in o.get("subjects") or []):
+                continue
+            if k[1] == "clusterrolebindings":
+                out += rules(o.get("roleRef") or {}, "")
+            elif k[1] == "rolebindings" and namespace and k[2] == namespace:
+                out += rules(o.get("roleRef") or {}, namespace)
+        return out
+
+    def _allowed(self, user, groups, verb, group, resource, sub, namespace, name):
+        return any(rbac_rule_allows(r, verb, group, resource, sub, name)
+                   for r in self._rules_of(user, groups, namespace))
+
+    def _authorize(self, ident, what, query):
+        """403 unless the identity's RBAC rules allow the request."""
+        user, groups = ident
+        verb, name, ns = what["verb"], what.get("name"), what.get("namespace") or ""
+        if verb in ("list", "watch") and not name:
+            for f in query.get("fieldSelector", [""])[-1].split(","):
+                if f.startswith("metadata.name="):
+                    name = f.split("=", 1)[1]
+                elif f.startswith("metadata.name=="):
+                    name = f.split("==", 1)[1]
+        group, plural, sub = what.get("group", ""), what["plural"], what.get("subresource")
+        if self._allowed(user, groups, verb, group, plural, sub, ns, name):
+            return
+        qualified = f"{plural}.{group}" if group else plural
+        target = f'{qualified} "{name}"' if name else qualified
+        scope = f'in the namespace "{ns}"' if ns else "at the cluster scope"
+        combined = f"{plural}/{sub}" if sub else plural
+        raise ApiError(403, f'{target} is forbidden: User "{user}" cannot {verb} resource "{combined}" in '
+                       f'API group "{group}" {scope}',
+                       details={"name": name or "", "group": group, "kind": plural})
+
+    def _escalation_check(self, res, obj):
+        """kube-apiserver's escalation prevention for a restricted identity writing a role or a
+        binding: it must hold every permission granted (or the escalate/bind verb)."""
+        ident = getattr(self._local, "ident", None)
+        if ident is None or res.gv != RBAC_GV:
+            return
+        user, groups = ident
+        meta = obj.get("metadata") or {}
+        ns = meta.get("namespace") or "" if res.namespaced else ""
+        if res.plural in ("roles", "clusterroles"):
+            if self._allowed(user, groups, "escalate", RBAC_GROUP, res.plural, None, ns, meta.get("name")):
+                return
+            rules = obj.get("rules") or []
+        else:
+            ref = obj.get("roleRef") or {}
+            plural = "clusterroles" if ref.get("kind") == "ClusterRole" else "roles"
+            if self._allowed(user, groups, "bind", RBAC_GROUP, plural, None, ns, ref.get("name")):
+                return
+            o = self.store.objects.get((RBAC_GV, plural, ns if plural == "roles" else "", ref.get("name")))
+            rules = (o or {}).get("rules") or []
+        own = self._rules_of(user, groups, ns)
+        missing = []
+        for rule in rules:
+            for url in rule.get("nonResourceURLs") or []:
+                if not any(_url_allowed(o, url) for o in own):
+                    missing.append(f'{{NonResourceURLs:["{url}"], Verbs:{json.dumps(rule.get("verbs"))}}}')
+            for g in rule.get("apiGroups") or []:
+                for r in rule.get("resources") or []:
+                    resource, _, sub = r.partition("/")
+                    for v in rule.get("verbs") or []:
+                        for n in rule.get("resourceNames") or [None]:
+                            if not any(rbac_rule_allows(o, v, g, resource, sub or None, n) for o in own):
+                                missing.append(f'{{APIGroups:["{g}"], Resources:["{r}"], ' +
+                                               (f'ResourceNames:["{n}"], ' if n else "") +
+                                               f'Verbs:["{v}"]}}')
+        if missing:
+            gs = " ".join(json.dumps(g) for g in groups)
+            raise ApiError(403, f'{res.qualified} "{meta.get("name", "")}" is forbidden: user "{user}" '
+                           f"(groups=[{gs}]) is attempting to grant RBAC permissions not currently held:\n" +
+                           "\n".join(missing),
+                           details={"name": meta.get("name", ""), "group": res.group, "kind": res.plural})
 
     # --- internals: the verbs (lock held by the callers) ---
 
@@ -1730,6 +1910,7 @@ class FakeKube:
         if not res.custom:
             obj = _drop_nulls(obj)  # Go decodes a null into the zero value, which is then omitted
         self._defaults(res, obj, old)
+        self._escalation_check(res, obj)
         causes = []
         if res.custom:
             obj, causes, pruned = crdschema.apply(res.schema or {}, obj)
@@ -2599,13 +2780,18 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self.fk.log.append(entry)
             self.fk.store.cond.notify_all()
 
-    def _authenticated(self):
+    def _identity(self):
+        """Who is asking: "admin" (the server's token, or a client certificate of its CA: both
+        system:masters), (user, groups) for a service-account token the RBAC authorizer governs,
+        or None (401)."""
         auth = self.headers.get("Authorization")
         if auth is not None:
             m = re.match(r"^Bearer\s+(\S+)\s*$", auth)
             if m and secrets.compare_digest(m.group(1), self.fk.token):
-                return True
-        return bool(self.connection.getpeercert())
+                return "admin"
+            if m and m.group(1) in self.fk._sa_tokens:
+                return self.fk._sa_tokens[m.group(1)]
+        return "admin" if self.connection.getpeercert() else None
 
     def _serve(self, method):
         url = urllib.parse.urlsplit(self.path)
@@ -2615,8 +2801,16 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         inj = None
         try:
             body = self._read_body()
-            if path not in ("/healthz", "/livez", "/readyz", "/version") and not self._authenticated():
-                raise ApiError(401, "Unauthorized")
+            ident = None
+            if path not in ("/healthz", "/livez", "/readyz", "/version"):
+                ident = self._identity()
+                if ident is None:
+                    raise ApiError(401, "Unauthorized")
+            ident = None if ident == "admin" else ident
+            self.fk._local.ident = ident
+            if ident is not None and self._what.get("verb"):
+                with self.fk.store.cond:
+                    self.fk._authorize(ident, self._what, query)
             inj = self.fk._take_injection(method, path)
             if inj:
                 if inj.drop:

@@ -638,6 +638,139 @@ def test_deploy_manifest_applies(fakekube):
     assert {"Namespace", "CustomResourceDefinition", "Deployment", "ClusterPolicy"} <= kinds
 
 
+# --- RBAC ---------------------------------------------------------------------------------------
+
+def rbac(kind, name, rules=None, role=None, sa=None, namespace=None):
+    meta = {"name": name}
+    if namespace:
+        meta["namespace"] = namespace
+    obj = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": kind, "metadata": meta}
+    if rules is not None:
+        obj["rules"] = rules
+    if role:
+        obj["roleRef"] = {"apiGroup": "rbac.authorization.k8s.io", "kind": role[0], "name": role[1]}
+        obj["subjects"] = [{"kind": "ServiceAccount", "name": sa[1], "namespace": sa[0]}]
+    return obj
+
+
+def test_rbac_authorization(fakekube, api):
+    """A service account's requests are allowed only by its Roles and ClusterRoles, as the RBAC
+    authorizer: verbs, groups, resources, subresources, resourceNames, namespaces."""
+    sa = fakekube.service_account("op", NS)
+    op = Client(fakekube, token=sa["token"])
+    assert op.call("GET", "/apis")[0] == 200 and op.call("GET", "/version")[0] == 200
+    st, err = op.call("GET", "/api/v1/nodes")
+    assert st == 403 and err["reason"] == "Forbidden"
+    assert err["message"] == ('nodes is forbidden: User "system:serviceaccount:gpu-operator:op" cannot list '
+                              'resource "nodes" in API group "" at the cluster scope')
+    fakekube.apply([
+        rbac("ClusterRole", "op", [{"apiGroups": [""], "resources": ["nodes"],
+                                    "verbs": ["get", "list", "watch", "patch"]},
+                                   {"apiGroups": ["example.com"], "resources": ["gadgets/status"],
+                                    "verbs": ["update", "patch"]},
+                                   {"apiGroups": ["example.com"], "resources": ["gadgets"],
+                                    "verbs": ["get", "list", "watch"]}]),
+        rbac("ClusterRoleBinding", "op", role=("ClusterRole", "op"), sa=(NS, "op")),
+        rbac("Role", "op", [{"apiGroups": ["apps"], "resources": ["daemonsets"], "verbs": ["*"]},
+                            {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
+                             "resourceNames": ["53822513.nvidia.com"], "verbs": ["get", "update"]},
+                            {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
+                             "verbs": ["create"]}], namespace=NS),
+        rbac("RoleBinding", "op", role=("Role", "op"), sa=(NS, "op"), namespace=NS),
+    ])
+    fakekube.add_node("n1")
+    assert op.call("GET", "/api/v1/nodes")[0] == 200
+    assert op.call("PATCH", "/api/v1/nodes/n1", {"metadata": {"labels": {"a": "b"}}}, ctype=MERGE)[0] == 200
+    st, err = op.call("DELETE", "/api/v1/nodes/n1")
+    assert st == 403 and 'nodes "n1" is forbidden' in err["message"] and "cannot delete" in err["message"]
+    assert op.call("POST", DS, daemonset("mine"))[0] == 201
+    st, err = op.call("POST", "/apis/apps/v1/namespaces/default/daemonsets", daemonset("x"))
+    assert st == 403 and 'in the namespace "default"' in err["message"]
+    assert op.call("GET", "/apis/apps/v1/daemonsets")[0] == 403  # all namespaces: cluster scope
+    leases = f"/apis/coordination.k8s.io/v1/namespaces/{NS}/leases"
+    assert op.call("POST", leases, BUILTINS["leases"][1])[0] == 201
+    assert op.call("GET", f"{leases}/53822513.nvidia.com")[0] == 200
+    assert op.call("GET", f"{leases}/other")[0] == 403  # resourceNames
+    assert op.call("GET", f"{leases}?fieldSelector=metadata.name%3D53822513.nvidia.com")[0] == 403
+    # a subresource needs its own rule
+    fakekube.apply_crd(GADGET_CRD)
+    g = fakekube.create(gadget("g"))
+    assert op.call("PUT", "/apis/example.com/v1/gadgets/g", g)[0] == 403
+    assert op.call("GET", "/apis/example.com/v1/gadgets/g")[0] == 200
+    assert fakekube.allowed(sa["user"], "update", "gadgets", subresource="status")
+    assert not fakekube.allowed(sa["user"], "update", "gadgets")
+    assert fakekube.allowed(sa["user"], "watch", "nodes")
+    # the files a process needs to be this service account
+    kc = yaml.safe_load(sa["kubeconfig"].read_text())
+    assert kc["users"][0]["user"]["token"] == sa["token"] and kc["contexts"][0]["context"]["namespace"] == NS
+    assert (sa["sa_dir"] / "token").read_text() == sa["token"]
+    assert sa["env"]["GPUPLANE_SERVICEACCOUNT_DIR"] == str(sa["sa_dir"])
+
+
+def test_rbac_escalation_prevention(fakekube, api):
+    """A service account may grant only what it holds, unless it may escalate or bind."""
+    sa = fakekube.service_account("granter", NS)
+    op = Client(fakekube, token=sa["token"])
+    fakekube.apply([
+        rbac("ClusterRole", "granter", [
+            {"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["clusterroles", "clusterrolebindings"],
+             "verbs": ["create", "get", "update"]},
+            {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list"]}]),
+        rbac("ClusterRoleBinding", "granter", role=("ClusterRole", "granter"), sa=(NS, "granter")),
+        rbac("ClusterRole", "powerful", [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}]),
+    ])
+    crs = "/apis/rbac.authorization.k8s.io/v1/clusterroles"
+    crbs = "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings"
+    ok = rbac("ClusterRole", "reader", [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"]}])
+    assert op.call("POST", crs, ok)[0] == 201
+    more = rbac("ClusterRole", "deleter", [{"apiGroups": [""], "resources": ["nodes"],
+                                            "verbs": ["get", "delete"]}])
+    st, err = op.call("POST", crs, more)
+    assert st == 403 and "is attempting to grant RBAC permissions not currently held" in err["message"]
+    assert 'Resources:["nodes"], Verbs:["delete"]' in err["message"]
+    assert 'Verbs:["get"]' not in err["message"]
+    wild = rbac("ClusterRole", "wild", [{"apiGroups": [""], "resources": ["*"], "verbs": ["get"]}])
+    assert op.call("POST", crs, wild)[0] == 403  # "*" is only covered by "*"
+    st, err = op.call("POST", crbs, rbac("ClusterRoleBinding", "b1", role=("ClusterRole", "powerful"),
+                                         sa=(NS, "granter")))
+    assert st == 403 and "not currently held" in err["message"]
+    assert op.call("POST", crbs, rbac("ClusterRoleBinding", "b2", role=("ClusterRole", "reader"),
+                                      sa=(NS, "x")))[0] == 201
+    # the bind verb on the role lets it bind what it does not hold; escalate lets it write it
+    fakekube.apply([
+        rbac("ClusterRole", "binder", [{"apiGroups": ["rbac.authorization.k8s.io"],
+                                        "resources": ["clusterroles"], "verbs": ["bind", "escalate"],
+                                        "resourceNames": ["powerful", "deleter"]}]),
+        rbac("ClusterRoleBinding", "binder", role=("ClusterRole", "binder"), sa=(NS, "granter")),
+    ])
+    assert op.call("POST", crbs, rbac("ClusterRoleBinding", "b3", role=("ClusterRole", "powerful"),
+                                      sa=(NS, "y")))[0] == 201
+    assert op.call("POST", crs, more)[0] == 201
+
+
+@pytest.mark.skipif(not DEPLOY.exists(), reason="deploy/gpuplane.yaml is not there yet")
+def test_deploy_rbac_lets_the_operator_work(fakekube):
+    """With deploy/gpuplane.yaml applied, the operator's service account may do what the contract
+    says the operator does (a sample of it)."""
+    fakekube.apply(DEPLOY)
+    user = fakekube.service_account("gpu-operator", "gpu-operator")["user"]
+    need = [("list", "nodes", None), ("watch", "nodes", None), ("patch", "nodes", None),
+            ("list", "clusterpolicies", None), ("watch", "clusterpolicies", None),
+            ("update", "clusterpolicies", "status"),
+            ("create", "daemonsets", None), ("update", "daemonsets", None), ("delete", "daemonsets", None),
+            ("list", "daemonsets", None), ("watch", "daemonsets", None),
+            ("create", "services", None), ("create", "serviceaccounts", None),
+            ("create", "runtimeclasses", None), ("create", "events", None),
+            ("get", "leases", None), ("update", "leases", None)]
+    missing = []
+    for verb, resource, sub in need:
+        ns = NS if fakekube.resource(resource).namespaced else None
+        name = "53822513.nvidia.com" if resource == "leases" else None
+        if not fakekube.allowed(user, verb, resource, namespace=ns, name=name, subresource=sub):
+            missing.append((verb, resource, sub))
+    assert not missing, missing
+
+
 # --- garbage collection, namespace termination ------------------------------------------------
 
 def test_garbage_collection(fakekube, api):
