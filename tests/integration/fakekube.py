@@ -12,8 +12,9 @@ kinds), delete (finalizers, preconditions, propagationPolicy), the status subres
 changes nothing stores nothing (no new resourceVersion, no event), as etcd's guaranteed update.
 
 Served: core/v1 namespaces, nodes, pods, events, serviceaccounts, configmaps, services;
-events.k8s.io/v1 events; apps/v1 daemonsets, deployments (stored, not run); rbac.authorization.k8s.io/v1 roles, rolebindings,
-clusterroles, clusterrolebindings; node.k8s.io/v1 runtimeclasses; coordination.k8s.io/v1 leases;
+events.k8s.io/v1 events; apps/v1 daemonsets, deployments (stored, not run);
+rbac.authorization.k8s.io/v1 roles, rolebindings, clusterroles, clusterrolebindings;
+node.k8s.io/v1 runtimeclasses; coordination.k8s.io/v1 leases;
 apiextensions.k8s.io/v1 customresourcedefinitions; resource.k8s.io/v1; nfd.k8s-sigs.io NodeFeatures;
 and every custom resource a stored CRD defines (served as soon as it is created). Built-in objects
 are checked against the official OpenAPI documents (strictly: an unknown field is an error) plus
@@ -22,6 +23,7 @@ DaemonSet's selector); custom resources are pruned, defaulted and validated with
 structural schema (crdschema.py). Each rejection is answered 422 and recorded, so a test can fail on
 any request gpuplane should not have made. A subset of the built-in defaults is applied (DaemonSet
 update strategy and pod template, Service ports and cluster IP, Namespace finalizer and label).
+docs/testing.md describes all of it, and what differs from the real server.
 
 Controllers, run in a background thread as kube-controller-manager would: the garbage collector
 (owner references: a dependent whose every owner is gone is deleted, with finalizers honoured;
