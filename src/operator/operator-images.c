@@ -5,9 +5,16 @@
  * digests set only that); nothing at all falls back to the operator pod's environment, where
  * NVIDIA's per-component variables come first and GPUPLANE_IMAGE (the image the operator itself
  * runs) last, for the components gpuplane's own binary serves.
+ *
+ * A ClusterPolicy written for NVIDIA's operator names NVIDIA's images for the components gpuplane
+ * serves (the device plugin, GFD, the exporter, the validator). Those images cannot run gpuplane's
+ * commands, so such a name stands for "this component": it is replaced by GPUPLANE_IMAGE, and the
+ * policy works unchanged after a switch.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base-strbuf.h"
@@ -27,6 +34,29 @@ static const struct image_env IMAGE_ENV[OP_COMPONENT_MAX] = {
     [OP_DCGM_EXPORTER] = {"DCGM_EXPORTER_IMAGE", "GPUPLANE_IMAGE"},
     [OP_GFD] = {"GFD_IMAGE", "GPUPLANE_IMAGE"},
 };
+
+/* NVIDIA's own image names (the last path segment, without tag or digest) for the components
+ * gpuplane serves. */
+static const char *const *const NVIDIA_IMAGES[OP_COMPONENT_MAX] = {
+    [OP_VALIDATOR] = (const char *const[]){"gpu-operator", "gpu-operator-validator", NULL},
+    [OP_DEVICE_PLUGIN] = (const char *const[]){"k8s-device-plugin", NULL},
+    [OP_DRA_DRIVER] = (const char *const[]){"k8s-dra-driver-gpu", "k8s-dra-driver", NULL},
+    [OP_DCGM_EXPORTER] = (const char *const[]){"dcgm-exporter", NULL},
+    [OP_GFD] = (const char *const[]){"k8s-device-plugin", "gpu-feature-discovery", NULL},
+};
+
+/* Whether path ("nvcr.io/nvidia/k8s-device-plugin:v0.20.0", or a mirror of it) is one of NVIDIA's
+ * images for component c. */
+static bool nvidia_image(enum op_component c, const char *path)
+{
+    const char *name = strrchr(path, '/');
+    name = name ? name + 1 : path;
+    size_t len = strcspn(name, ":@");
+    for (const char *const *n = NVIDIA_IMAGES[c]; n && *n; n++)
+        if (strlen(*n) == len && strncmp(name, *n, len) == 0)
+            return true;
+    return false;
+}
 
 static const char *env_value(const char *(*getenv_fn)(const char *name), const char *name)
 {
@@ -95,6 +125,18 @@ int op_component_image(const struct op_policy *p, enum op_component c,
                       d);
     if (r < 0)
         return r;
+    if (nvidia_image(c, path)) {
+        const char *own = env_value(getenv_fn, "GPUPLANE_IMAGE");
+        if (!own)
+            return diag_fail(
+                d, -EINVAL,
+                "%s: %s is NVIDIA's image, which cannot run gpuplane; set GPUPLANE_IMAGE "
+                "in the operator's environment or name gpuplane's image",
+                key, path);
+        free(path);
+        if (!(path = strdup(own)))
+            return -ENOMEM;
+    }
     /* NVIDIA's driver images are built per OS: "driver:595.91.07-ubuntu22.04". */
     if (c == OP_DRIVER && os_tag && *os_tag && !strstr(path, "sha256:")) {
         char *tagged = NULL;
