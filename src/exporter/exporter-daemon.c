@@ -56,6 +56,11 @@ struct daemon {
     struct exporter_window *xid_windows;   /* per GPU, with DCGM_EXP_XID_ERRORS_COUNT, or NULL */
     struct exporter_window *clock_windows; /* per GPU, with DCGM_EXP_CLOCK_EVENTS_COUNT, or NULL */
     uint64_t *reasons; /* per GPU: the clock event reasons the worker read, or NO_REASONS */
+    /* --kubernetes-virtual-gpus, per device: whether the worker reads its processes (decided on
+     * the loop before a collection), what it read, and the loop's copy of the last read. */
+    bool *procs_wanted;
+    struct exporter_procs *procs_work, *procs;
+    const char *proc_root; /* GPUPLANE_PROC_ROOT: where /proc is, for the processes' cgroups */
     struct exporter_kube kube;
 };
 
@@ -86,9 +91,12 @@ static int list_devices(struct daemon *dm)
         return -EINVAL;
     for (size_t i = 0; i < inv->n_devices; i++)
         n += inv->devices[i].n_migs + 1;
-    dm->devs = calloc(n ? n : 1, sizeof(*dm->devs));
-    dm->work = calloc(n ? n : 1, sizeof(*dm->work));
-    if (!dm->devs || !dm->work)
+    dm->devs = calloc(n + 1, sizeof(*dm->devs));
+    dm->work = calloc(n + 1, sizeof(*dm->work));
+    dm->procs_wanted = calloc(n + 1, sizeof(*dm->procs_wanted));
+    dm->procs_work = calloc(n + 1, sizeof(*dm->procs_work));
+    dm->procs = calloc(n + 1, sizeof(*dm->procs));
+    if (!dm->devs || !dm->work || !dm->procs_wanted || !dm->procs_work || !dm->procs)
         return -ENOMEM;
     for (size_t i = 0; i < inv->n_devices; i++) {
         const struct gpu_device *g = &inv->devices[i];
@@ -129,6 +137,39 @@ static void collect_reasons(struct daemon *dm)
     }
 }
 
+/* On the worker: the processes of the devices the loop asked for, with their pods. */
+static void collect_procs(struct daemon *dm)
+{
+    bool memory = dm->want & (UINT64_C(1) << GPU_METRIC_FB_USED);
+    bool util = dm->want & (UINT64_C(1) << GPU_METRIC_GPU_UTIL);
+    for (size_t i = 0; i < dm->n_devs; i++) {
+        const struct exporter_dev *dv = &dm->work[i];
+        exporter_procs_release(&dm->procs_work[i]);
+        if (dm->procs_wanted[i] && dv->ok &&
+            exporter_procs_read(dm->tel, dm->inv, dv->gpu, dv->mig, dm->proc_root, memory, util,
+                                &dm->procs_work[i]) < 0)
+            log_debug(2, "cannot read the processes of a device", "gpu", LOG_INT(dv->gpu));
+    }
+}
+
+/* On the loop, before a collection: with virtual GPUs and the pods' UIDs, which devices' processes
+ * the worker reads (those used by pods). */
+static void plan_procs(struct daemon *dm)
+{
+    const uint64_t split =
+        (UINT64_C(1) << GPU_METRIC_FB_USED) | (UINT64_C(1) << GPU_METRIC_GPU_UTIL);
+    const struct exporter_join j = {
+        .inv = dm->inv,
+        .pods = &dm->kube.pods,
+        .slices = dm->kube.slices,
+        .id_type = dm->o->gpu_id_type,
+        .virtual_gpus = dm->o->virtual_gpus,
+    };
+    bool any = dm->o->virtual_gpus && dm->kube.podmeta && (dm->want & split);
+    for (size_t i = 0; i < dm->n_devs; i++)
+        dm->procs_wanted[i] = any && exporter_series_has_pods(&j, &dm->devs[i]);
+}
+
 /* On the worker: reads every device into dm->work (the loop does not touch it meanwhile). */
 static int collect_work(void *userdata)
 {
@@ -146,6 +187,7 @@ static int collect_work(void *userdata)
     }
     if (dm->clock_windows)
         collect_reasons(dm);
+    collect_procs(dm);
     return 0;
 }
 
@@ -200,6 +242,7 @@ static int render_into(struct daemon *dm, const struct exporter_counts *counts, 
         .pods = &dm->kube.pods,
         .podmeta = dm->kube.podmeta,
         .slices = dm->kube.slices,
+        .procs = dm->procs,
         .id_type = dm->o->gpu_id_type,
         .virtual_gpus = dm->o->virtual_gpus,
         .pod_uid = dm->o->pod_uid,
@@ -259,6 +302,9 @@ static void collect_done(int result, void *userdata)
         if (dm->work[i].unsupported)
             log_unsupported(dm, &dm->work[i]);
         dm->devs[i] = dm->work[i];
+        exporter_procs_release(&dm->procs[i]);
+        dm->procs[i] = dm->procs_work[i];
+        dm->procs_work[i] = (struct exporter_procs){0};
     }
     for (size_t g = 0; dm->clock_windows && g < dm->inv->n_devices; g++)
         if (dm->reasons[g] != NO_REASONS)
@@ -274,6 +320,7 @@ static void on_collect(struct ev_timer *t, uint64_t expirations, void *userdata)
     if (dm->collecting) /* a slow NVML: the next collection waits for this one */
         return;
     memcpy(dm->work, dm->devs, dm->n_devs * sizeof(*dm->work));
+    plan_procs(dm);
     dm->collecting = true;
     if (ev_work_submit(dm->pool, collect_work, collect_done, dm) < 0) {
         dm->collecting = false;
@@ -399,6 +446,7 @@ static int start(struct daemon *dm, struct diag *d)
     for (size_t i = 0; dm->counters.warnings && i < dm->counters.n_warnings; i++)
         log_warn(dm->counters.warnings[i]);
     dm->want = exporter_counters_metrics(&dm->counters);
+    dm->proc_root = getenv("GPUPLANE_PROC_ROOT");
     r = ev_loop_new(&dm->loop);
     if (r >= 0)
         r = ev_loop_handle_stop_signals(dm->loop);
@@ -438,6 +486,13 @@ static void stop(struct daemon *dm)
     close_windows(dm);
     dm->inv = gpu_inventory_free(dm->inv);
     dm->nvml = gpu_nvml_close(dm->nvml);
+    for (size_t i = 0; dm->procs && dm->procs_work && i < dm->n_devs; i++) {
+        exporter_procs_release(&dm->procs[i]);
+        exporter_procs_release(&dm->procs_work[i]);
+    }
+    free(dm->procs);
+    free(dm->procs_work);
+    free(dm->procs_wanted);
     free(dm->devs);
     free(dm->work);
     free(dm->last_xid);

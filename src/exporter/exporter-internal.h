@@ -167,6 +167,13 @@ struct exporter_label {
     const char *value;
 };
 
+/* Which fields a series is printed for. */
+enum exporter_fields {
+    EXPORTER_FIELDS_ALL,    /* every field (the default) */
+    EXPORTER_FIELDS_ONLY,   /* only the fields whose value is a metric of field_metrics */
+    EXPORTER_FIELDS_EXCEPT, /* every field but those */
+};
+
 /* One series: a GPU, or a GPU instance of a MIG GPU. All strings are borrowed. */
 struct exporter_series {
     unsigned gpu;            /* GPU index (NVML order) */
@@ -190,6 +197,11 @@ struct exporter_series {
     size_t n_xid_counts;
     const struct exporter_window_count *clock_event_counts;
     size_t n_clock_event_counts;
+    /* A GPU shared by pods (--kubernetes-virtual-gpus) has, for DCGM_FI_DEV_GPU_UTIL and
+     * DCGM_FI_DEV_FB_USED, a series of the device and one per pod with its processes' values,
+     * and for every other field one per pod: each series says which fields it is for. */
+    enum exporter_fields fields;
+    uint64_t field_metrics; /* bits 1 << gpu_metric */
 };
 
 struct exporter_snapshot {

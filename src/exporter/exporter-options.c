@@ -122,7 +122,8 @@ static const struct opt OPTS[] = {
      K_BOOL,
      OFF(virtual_gpus),
      NULL,
-     "one series per pod sharing a GPU (vgpu label)",
+     "one series per pod sharing a GPU (vgpu label); GPU_UTIL and FB_USED\n"
+     "                          also per pod, from its processes (needs the API server)",
      false},
     {{"nvidia-resource-names", NULL, 0, DP_ARG_LIST},
      "NVIDIA_RESOURCE_NAMES",

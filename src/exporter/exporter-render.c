@@ -290,11 +290,29 @@ static int add_label_fields(struct strbuf *out, const struct exporter_counters *
     return r;
 }
 
+/* Whether series se is printed for field f (exporter_series.fields). */
+static bool series_has_field(const struct exporter_series *se, const struct exporter_field *f)
+{
+    bool listed =
+        f->source == EXPORTER_SOURCE_METRIC && (se->field_metrics & (UINT64_C(1) << f->metric));
+    switch (se->fields) {
+    case EXPORTER_FIELDS_ONLY:
+        return listed;
+    case EXPORTER_FIELDS_EXCEPT:
+        return !listed;
+    case EXPORTER_FIELDS_ALL:
+        break;
+    }
+    return true;
+}
+
 /* The value of counter k for series se: 1 with the value in *ret, 0 when the series has none. */
 static int series_value(const struct exporter_counter *k, const struct exporter_series *se,
                         double *ret)
 {
     const struct exporter_field *f = k->field;
+    if (!series_has_field(se, f))
+        return 0;
     switch (f->source) {
     case EXPORTER_SOURCE_METRIC:
         if (!(se->sample.have & (UINT64_C(1) << f->metric)))
@@ -414,7 +432,7 @@ static int render_window(struct strbuf *out, const struct exporter_counter *k,
                          const struct exporter_counters *c, const struct exporter_snapshot *s,
                          const struct exporter_render_options *o)
 {
-    bool xid = k->field->source == EXPORTER_SOURCE_XID_COUNT;
+    bool xid = k->field->source == EXPORTER_SOURCE_XID_COUNT, header = false;
     char window[24], key[24];
     int r = 0;
 
@@ -427,8 +445,12 @@ static int render_window(struct strbuf *out, const struct exporter_counter *k,
         struct exporter_label labels[2] = {{"window_size_in_ms", window}, {NULL, key}};
         struct sample sm = {.k = k, .se = se, .extra = labels, .n_extra = 1};
 
-        if (j == 0)
+        if (!series_has_field(se, k->field))
+            continue;
+        if (!header) {
             r = add_header(out, k);
+            header = true;
+        }
         if (r >= 0 && n == 0)
             r = render_sample(out, &sm, c, s, o);
         for (size_t i = 0; i < n && r >= 0; i++) {

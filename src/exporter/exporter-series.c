@@ -166,22 +166,114 @@ static struct exporter_series *series_add(struct exporter_series_set *set,
     return s;
 }
 
-/* The series of use u of device dv: its pod's labels, UID and own labels. */
-static void add_use(struct exporter_series_set *set, const struct exporter_join *j,
-                    const struct exporter_dev *dv, const struct use *u)
+/* A series of use u of device dv with its pod's labels: pod_uid when uid is not NULL, the pod's
+ * own labels from meta (NULL: none). NULL when the set is full. */
+static struct exporter_series *add_labelled(struct exporter_series_set *set,
+                                            const struct exporter_join *j,
+                                            const struct exporter_dev *dv, const struct use *u,
+                                            const char *uid,
+                                            const struct exporter_podmeta_pod *meta)
 {
-    struct exporter_podmeta_pod meta = {0};
     size_t k = set->n;
     struct exporter_series *s = series_add(set, j, dv);
     if (!s)
-        return;
-    bool known = exporter_podmeta_find(j->podmeta, u->ref->namespace_, u->ref->pod, &meta);
-    s->n_labels = use_labels(j, u, known && j->pod_uid ? meta.uid : NULL, set->numbers[k],
-                             sizeof(set->numbers[k]), &set->labels[k * EXPORTER_SERIES_LABELS_MAX]);
-    if (known && j->pod_labels) {
-        s->pod_labels = meta.labels;
-        s->n_pod_labels = meta.n_labels;
+        return NULL;
+    s->n_labels = use_labels(j, u, uid, set->numbers[k], sizeof(set->numbers[k]),
+                             &set->labels[k * EXPORTER_SERIES_LABELS_MAX]);
+    if (meta && j->pod_labels) {
+        s->pod_labels = meta->labels;
+        s->n_pod_labels = meta->n_labels;
     }
+    return s;
+}
+
+/* The series of use u of device dv, for every field but those split per process. */
+static void add_use(struct exporter_series_set *set, const struct exporter_join *j,
+                    const struct exporter_dev *dv, const struct use *u, uint64_t split)
+{
+    struct exporter_podmeta_pod meta = {0};
+    bool known = exporter_podmeta_find(j->podmeta, u->ref->namespace_, u->ref->pod, &meta);
+    struct exporter_series *s =
+        add_labelled(set, j, dv, u, known && j->pod_uid ? meta.uid : NULL, known ? &meta : NULL);
+    if (s && split) {
+        s->fields = EXPORTER_FIELDS_EXCEPT;
+        s->field_metrics = split;
+    }
+}
+
+/* The per-process series of use u: the split fields' values summed over its pod's processes,
+ * with pod_uid always (as upstream's createPerProcessMetrics); none for a pod whose UID is not
+ * known, whose processes cannot be told apart. */
+static void add_process_use(struct exporter_series_set *set, const struct exporter_join *j,
+                            const struct exporter_dev *dv, const struct use *u,
+                            const struct exporter_procs *p, uint64_t split)
+{
+    static const enum gpu_metric metrics[] = {GPU_METRIC_GPU_UTIL, GPU_METRIC_FB_USED};
+    struct exporter_podmeta_pod meta = {0};
+    struct gpu_sample sample = dv->sample;
+    uint64_t bits = 0;
+    if (!exporter_podmeta_find(j->podmeta, u->ref->namespace_, u->ref->pod, &meta))
+        return;
+    for (size_t i = 0; i < ARRAY_SIZE(metrics); i++) {
+        double v;
+        if ((split & (UINT64_C(1) << metrics[i])) &&
+            exporter_procs_pod_value(p, metrics[i], meta.uid, &v)) {
+            sample.v[metrics[i]] = v;
+            bits |= UINT64_C(1) << metrics[i];
+        }
+    }
+    struct exporter_series *s = bits ? add_labelled(set, j, dv, u, meta.uid, &meta) : NULL;
+    if (!s)
+        return;
+    s->sample = sample;
+    s->fields = EXPORTER_FIELDS_ONLY;
+    s->field_metrics = bits;
+}
+
+/* The fields of device i split per process: those of GPU_UTIL and FB_USED it has whose process
+ * list was read; none without virtual GPUs, pod metadata (the pods' UIDs) or the processes. */
+static uint64_t split_fields(const struct exporter_join *j, size_t i, const struct exporter_dev *dv)
+{
+    const uint64_t util = UINT64_C(1) << GPU_METRIC_GPU_UTIL, fb = UINT64_C(1)
+                                                                   << GPU_METRIC_FB_USED;
+    uint64_t bits = 0;
+    if (!j->virtual_gpus || !j->podmeta || !j->procs)
+        return 0;
+    if (j->procs[i].util_ok && (dv->sample.have & util))
+        bits |= util;
+    if (j->procs[i].memory_ok && (dv->sample.have & fb))
+        bits |= fb;
+    return bits;
+}
+
+/* The series of device i and its n uses. */
+static void add_device(struct exporter_series_set *set, const struct exporter_join *j, size_t i,
+                       const struct exporter_dev *dv, const struct use *uses, size_t n)
+{
+    uint64_t split = n ? split_fields(j, i, dv) : 0;
+    if (n == 0 || split) {
+        struct exporter_series *s = series_add(set, j, dv);
+        if (s && split) {
+            s->fields = EXPORTER_FIELDS_ONLY;
+            s->field_metrics = split;
+        }
+    }
+    for (size_t k = 0; k < n; k++) {
+        add_use(set, j, dv, &uses[k], split);
+        if (split)
+            add_process_use(set, j, dv, &uses[k], &j->procs[i], split);
+    }
+}
+
+bool exporter_series_has_pods(const struct exporter_join *j, const struct exporter_dev *dv)
+{
+    struct exporter_dra_device dd;
+    for (size_t i = 0; j->pods && i < j->pods->n; i++) {
+        const struct exporter_pod_ref *r = &j->pods->v[i];
+        if (r->device ? device_matches(j, dv, r) : j->slices && claim_matches(j, dv, r, &dd))
+            return true;
+    }
+    return false;
 }
 
 void exporter_series_set_release(struct exporter_series_set *s)
@@ -196,7 +288,8 @@ int exporter_series_join(const struct exporter_join *j, const struct exporter_de
                          struct exporter_series_set *ret)
 {
     size_t n_pods = j->pods ? j->pods->n : 0;
-    struct exporter_series_set set = {.cap = n + n_pods + 1};
+    /* A device: its own series, and two per pod using it at most. */
+    struct exporter_series_set set = {.cap = n + 2 * n_pods + 1};
     _cleanup_free_ struct use *uses = calloc(n_pods + 1, sizeof(*uses));
     set.v = calloc(set.cap, sizeof(*set.v));
     set.labels = calloc(set.cap * EXPORTER_SERIES_LABELS_MAX, sizeof(*set.labels));
@@ -208,11 +301,7 @@ int exporter_series_join(const struct exporter_join *j, const struct exporter_de
     for (size_t i = 0; i < n; i++) {
         if (!devs[i].ok)
             continue;
-        size_t n_uses = device_uses(j, &devs[i], uses);
-        for (size_t k = 0; k < n_uses; k++)
-            add_use(&set, j, &devs[i], &uses[k]);
-        if (n_uses == 0)
-            (void)series_add(&set, j, &devs[i]);
+        add_device(&set, j, i, &devs[i], uses, device_uses(j, &devs[i], uses));
     }
     *ret = set;
     return 0;

@@ -6,6 +6,10 @@
  * sharing forms; DRA claim results name a driver, pool and device that NVIDIA's ResourceSlices
  * resolve to a GPU or MIG device; the API server's pod objects add pod_uid and the pods' labels.
  *
+ * With --kubernetes-virtual-gpus, DCGM_FI_DEV_GPU_UTIL and DCGM_FI_DEV_FB_USED of a device used by
+ * pods are also split per pod from the device's processes (process_metrics.go): the device's own
+ * series, and one per pod with the sum over its processes.
+ *
  * Pure: it reads the inventory, the mapping and the caches it is given and allocates the series;
  * nothing here calls NVML, logs or touches the network. exporter-series.c.
  */
@@ -19,6 +23,7 @@
 #include "exporter-options.h"
 #include "exporter-podmeta.h"
 #include "exporter-pods.h"
+#include "exporter-procs.h"
 #include "exporter-slices.h"
 #include "gpu.h"
 
@@ -50,6 +55,7 @@ struct exporter_join {
     const struct exporter_pods *pods;       /* the kubelet's last answer */
     const struct exporter_podmeta *podmeta; /* the pods' UIDs and labels */
     const struct exporter_slices *slices;   /* NVIDIA's DRA devices */
+    const struct exporter_procs *procs;     /* per device of devs: its processes, or NULL */
     enum exporter_gpu_id_type id_type;      /* --kubernetes-gpu-id-type */
     bool virtual_gpus;                      /* --kubernetes-virtual-gpus */
     bool pod_uid;                           /* --kubernetes-enable-pod-uid */
@@ -64,6 +70,10 @@ struct exporter_series_set {
     char (*numbers)[24];           /* per series: its vgpu number */
 };
 
+/* Whether device dv is used by a pod (claim or device plugin): with virtual GPUs, whether its
+ * processes are worth reading. */
+bool exporter_series_has_pods(const struct exporter_join *j, const struct exporter_dev *dv);
+
 /*
  * The series of the devices (those ok, in their order), each joined with its pods:
  *   - claim results of gpu.nvidia.com whose pool/device the slices resolve to the device (a GPU by
@@ -73,6 +83,11 @@ struct exporter_series_set {
  *     one series per pod (vgpu the replica given to it);
  *   - a device without pods is one series without pod labels.
  * pod_uid comes with j->pod_uid, the pods' labels with j->pod_labels, for pods the cache knows.
+ * With virtual GPUs, pod metadata (the pods' UIDs) and the device's processes read, each of
+ * DCGM_FI_DEV_GPU_UTIL and DCGM_FI_DEV_FB_USED the device has and whose process list was read is
+ * printed by the device's series without pod labels, then per pod by a series with the sum over
+ * the pod's processes (0 without any) and pod_uid; a pod whose UID is not known has none. The
+ * pods' other series leave those fields out.
  * The series borrow strings from j's inventory, mapping and caches: render before they change.
  * -ENOMEM; *ret is written only on success.
  */

@@ -6,7 +6,10 @@
  * its GPU instance's series with dra_mig_profile and dra_mig_device_uuid, a compute instance's MIG
  * device on its GPU instance, the GPU's series when it is exported whole; a claim the slices do
  * not know, of another driver, without slices; one container once; claims before device plugins.
- * Device plugins: the first pod, or every pod with virtual GPUs. pod_uid and pod labels.
+ * Device plugins: the first pod, or every pod with virtual GPUs. pod_uid and pod labels. Virtual
+ * GPUs split per process: the device's series for GPU_UTIL and FB_USED, each pod's sums (0 when
+ * idle, none when its UID is unknown), the pods' series for every other field; only what was read
+ * is split; the exposition of it.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -129,7 +132,7 @@ static void check(const struct exporter_join *j, const struct exporter_dev *devs
 
 #define DRA(claim, dev)                                                                            \
     "dra_claim_name=" claim ",dra_claim_namespace=ns,dra_driver_name=gpu.nvidia.com,dra_pool_"     \
-                            "name=node-a,dra_device_name=" dev
+    "name=node-a,dra_device_name=" dev
 
 static void test_dra(void **state)
 {
@@ -153,84 +156,80 @@ static void test_dra(void **state)
     struct exporter_join j = {.inv = &inv, .last_xid = last_xid, .pods = &pods, .slices = s};
     (void)state;
 
-    check(
-        &j, devs_f, 3,
-        "0{pod=p0,namespace=ns,container=main," DRA(
-            "claim-p0", "gpu-0") "}\n"
-                                 "1/2{pod=p1,namespace=ns,container=main," DRA(
-                                     "claim-p1",
-                                     "gpu-1-mig-2c3g20gb-9-4") ",dra_mig_profile=2c.3g.20gb,dra_"
-                                                               "mig_device_uuid=" MIG_GI2_CI1 "}\n"
-                                                               "1/"
-                                                               "7{pod=p2,namespace=ns,container="
-                                                               "main," DRA(
-                                                                   "claim-p2", "gpu-1-mig-1g5gb-19-"
-                                                                               "6") ",dra_mig_"
-                                                                                    "profile=1g."
-                                                                                    "5gb,dra_mig_"
-                                                                                    "device_"
-                                                                                    "uuid=" MIG_GI7
-                                                                                    "}\n"
-                                                                                    "1/"
-                                                                                    "7{pod=p2,"
-                                                                                    "namespace=ns,"
-                                                                                    "container="
-                                                                                    "side," DRA(
-                                                                                        "claim-p2",
-                                                                                        "gpu-1-mig-"
-                                                                                        "1g5gb-19-"
-                                                                                        "6") ",dra_"
-                                                                                             "mig_"
-                                                                                             "profi"
-                                                                                             "le="
-                                                                                             "1g."
-                                                                                             "5gb,"
-                                                                                             "dra_"
-                                                                                             "mig_"
-                                                                                             "devic"
-                                                                                             "e_"
-                                                                                             "uuid"
-                                                                                             "=" MIG_GI7
-                                                                                             "}\n");
+    check(&j, devs_f, 3,
+          "0{pod=p0,namespace=ns,container=main," DRA(
+              "claim-p0",
+              "gpu-0") "}\n"
+                       "1/2{pod=p1,namespace=ns,container=main," DRA(
+                           "claim-p1",
+                           "gpu-1-mig-2c3g20gb-9-4") ",dra_mig_profile=2c.3g.20gb,dra_"
+                                                     "mig_device_uuid=" MIG_GI2_CI1 "}\n"
+                                                     "1/"
+                                                     "7{pod=p2,namespace=ns,container="
+                                                     "main," DRA("claim-p2",
+                                                                 "gpu-1-mig-1g5gb-19-"
+                                                                 "6") ",dra_mig_"
+                                                                      "profile=1g."
+                                                                      "5gb,dra_mig_"
+                                                                      "device_"
+                                                                      "uuid=" MIG_GI7 "}\n"
+                                                                      "1/"
+                                                                      "7{pod=p2,"
+                                                                      "namespace=ns,"
+                                                                      "container="
+                                                                      "side," DRA("claim-p2",
+                                                                                  "gpu-1-mig-"
+                                                                                  "1g5gb-19-"
+                                                                                  "6") ",dra_"
+                                                                                       "mig_"
+                                                                                       "profi"
+                                                                                       "le="
+                                                                                       "1g."
+                                                                                       "5gb,"
+                                                                                       "dra_"
+                                                                                       "mig_"
+                                                                                       "devic"
+                                                                                       "e_"
+                                                                                       "uuid"
+                                                                                       "=" MIG_GI7
+                                                                                       "}\n");
 
     /* GPU 1 exported whole: its MIG devices' claims label its series. */
-    check(
-        &j, devs_g, 2,
-        "0{pod=p0,namespace=ns,container=main," DRA(
-            "claim-p0", "gpu-0") "}\n"
-                                 "1{pod=p1,namespace=ns,container=main," DRA(
-                                     "claim-p1",
-                                     "gpu-1-mig-2c3g20gb-9-4") ",dra_mig_profile=2c.3g.20gb,dra_"
-                                                               "mig_device_uuid=" MIG_GI2_CI1 "}\n"
-                                                               "1{pod=p2,namespace=ns,container="
-                                                               "main," DRA(
-                                                                   "claim-p2", "gpu-1-mig-1g5gb-19-"
-                                                                               "6") ",dra_mig_"
-                                                                                    "profile=1g."
-                                                                                    "5gb,dra_mig_"
-                                                                                    "device_"
-                                                                                    "uuid=" MIG_GI7
-                                                                                    "}\n"
-                                                                                    "1{pod=p2,"
-                                                                                    "namespace=ns,"
-                                                                                    "container="
-                                                                                    "side," DRA(
-                                                                                        "claim-p2",
-                                                                                        "gpu-1-mig-"
-                                                                                        "1g5gb-19-"
-                                                                                        "6") ",dra_"
-                                                                                             "mig_"
-                                                                                             "profi"
-                                                                                             "le="
-                                                                                             "1g."
-                                                                                             "5gb,"
-                                                                                             "dra_"
-                                                                                             "mig_"
-                                                                                             "devic"
-                                                                                             "e_"
-                                                                                             "uuid"
-                                                                                             "=" MIG_GI7
-                                                                                             "}\n");
+    check(&j, devs_g, 2,
+          "0{pod=p0,namespace=ns,container=main," DRA(
+              "claim-p0",
+              "gpu-0") "}\n"
+                       "1{pod=p1,namespace=ns,container=main," DRA(
+                           "claim-p1",
+                           "gpu-1-mig-2c3g20gb-9-4") ",dra_mig_profile=2c.3g.20gb,dra_"
+                                                     "mig_device_uuid=" MIG_GI2_CI1 "}\n"
+                                                     "1{pod=p2,namespace=ns,container="
+                                                     "main," DRA("claim-p2",
+                                                                 "gpu-1-mig-1g5gb-19-"
+                                                                 "6") ",dra_mig_"
+                                                                      "profile=1g."
+                                                                      "5gb,dra_mig_"
+                                                                      "device_"
+                                                                      "uuid=" MIG_GI7 "}\n"
+                                                                      "1{pod=p2,"
+                                                                      "namespace=ns,"
+                                                                      "container="
+                                                                      "side," DRA("claim-p2",
+                                                                                  "gpu-1-mig-"
+                                                                                  "1g5gb-19-"
+                                                                                  "6") ",dra_"
+                                                                                       "mig_"
+                                                                                       "profi"
+                                                                                       "le="
+                                                                                       "1g."
+                                                                                       "5gb,"
+                                                                                       "dra_"
+                                                                                       "mig_"
+                                                                                       "devic"
+                                                                                       "e_"
+                                                                                       "uuid"
+                                                                                       "=" MIG_GI7
+                                                                                       "}\n");
 
     /* Without slices (no API server) claims label nothing; the device plugin's pod does. */
     j.slices = NULL;
@@ -299,12 +298,183 @@ static void test_pod_metadata(void **state)
     exporter_podmeta_free(pm);
 }
 
+#define BIT(m) (UINT64_C(1) << (m))
+
+static struct exporter_podmeta *podmeta_of(const char *const *pods_json, size_t n)
+{
+    const struct exporter_podmeta_options o = {.labels = true};
+    struct exporter_podmeta *pm = NULL;
+    assert_int_equal(exporter_podmeta_new(&o, &pm), 0);
+    for (size_t i = 0; i < n; i++) {
+        json_error_t err;
+        json_t *pod = json_loads(pods_json[i], 0, &err);
+        assert_non_null(pod);
+        assert_int_equal(exporter_podmeta_apply(pm, KUBE_ADDED, pod), 0);
+        json_decref(pod);
+    }
+    return pm;
+}
+
+/* The exposition of the join for a counters file of GPU_UTIL, FB_USED and GPU_TEMP, without the
+ * fixed labels (each line from "{gpu" up to the first label after modelName dropped). */
+static void render_check(const struct exporter_join *j, const struct exporter_dev *devs, size_t n,
+                         const char *want)
+{
+    const char *csv = "DCGM_FI_DEV_GPU_TEMP, gauge, t\nDCGM_FI_DEV_GPU_UTIL, gauge, u\n"
+                      "DCGM_FI_DEV_FB_USED, gauge, f\n";
+    const struct exporter_render_options ro = {0};
+    struct exporter_counters c;
+    struct exporter_series_set set;
+    struct strbuf out = STRBUF_INIT, got = STRBUF_INIT;
+    struct diag d;
+    exporter_counters_init(&c);
+    diag_init(&d);
+    assert_int_equal(exporter_counters_parse(csv, strlen(csv), "t.csv", &c, &d), 0);
+    assert_int_equal(exporter_series_join(j, devs, n, &set), 0);
+    const struct exporter_snapshot snap = {.series = set.v, .n = set.n};
+    assert_int_equal(exporter_render(&c, &snap, &ro, &out), 0);
+    for (const char *line = strbuf_str(&out); *line;) {
+        const char *end = strchr(line, '\n'), *brace = strchr(line, '{');
+        if (line[0] != '#') {
+            const char *rest = strstr(line, "modelName=\"A100\"");
+            assert_non_null(rest);
+            rest += strlen("modelName=\"A100\"");
+            assert_int_equal(strbuf_add(&got, line, (size_t)(brace - line) + 1), 0);
+            assert_int_equal(
+                strbuf_add(&got, rest + (*rest == ','), (size_t)(end - rest) - (*rest == ',')), 0);
+            assert_int_equal(strbuf_addch(&got, '\n'), 0);
+        }
+        line = end + 1;
+    }
+    if (strcmp(strbuf_str(&got), want) != 0)
+        fail_msg("got:\n%swant:\n%s", strbuf_str(&got), want);
+    strbuf_release(&got);
+    strbuf_release(&out);
+    exporter_series_set_release(&set);
+    exporter_counters_release(&c);
+}
+
+static void test_virtual_gpu_processes(void **state)
+{
+    static const char *const objects[] = {
+        "{\"metadata\": {\"namespace\": \"ns\", \"name\": \"a\", \"uid\": \"uid-a\", "
+        "\"labels\": {\"team\": \"x\"}}}",
+        "{\"metadata\": {\"namespace\": \"ns\", \"name\": \"b\", \"uid\": \"uid-b\"}}",
+        "{\"metadata\": {\"namespace\": \"ns\", \"name\": \"idle\", \"uid\": \"uid-i\"}}",
+    };
+    struct exporter_pod_ref refs[] = {REF("a", "c", GPU0, 0), REF("b", "c", GPU0, 1),
+                                      REF("idle", "c", GPU0, 2), REF("new", "c", GPU0, 3)};
+    struct exporter_pods pods = {.v = refs, .n = 4};
+    struct exporter_proc v[] = {
+        {.pid = 1,
+         .uid = "uid-a",
+         .have_memory = true,
+         .memory_mib = 1024,
+         .have_util = true,
+         .sm_util = 20},
+        {.pid = 2,
+         .uid = "uid-a",
+         .have_memory = true,
+         .memory_mib = 512,
+         .have_util = true,
+         .sm_util = 15},
+        {.pid = 3,
+         .uid = "uid-b",
+         .have_memory = true,
+         .memory_mib = 2048,
+         .have_util = true,
+         .sm_util = 40},
+        {.pid = 4,
+         .uid = "",
+         .have_memory = true,
+         .memory_mib = 7,
+         .have_util = true,
+         .sm_util = 5},
+    };
+    struct exporter_procs procs[2] = {{.v = v, .n = 4, .memory_ok = true, .util_ok = true}, {0}};
+    struct exporter_dev devs[2] = {{.gpu = 0, .mig = -1, .ok = true},
+                                   {.gpu = 1, .mig = -1, .ok = true}};
+    for (size_t i = 0; i < 2; i++) {
+        devs[i].sample.have =
+            BIT(GPU_METRIC_GPU_UTIL) | BIT(GPU_METRIC_FB_USED) | BIT(GPU_METRIC_GPU_TEMP);
+        devs[i].sample.v[GPU_METRIC_GPU_UTIL] = 90;
+        devs[i].sample.v[GPU_METRIC_FB_USED] = 4000;
+        devs[i].sample.v[GPU_METRIC_GPU_TEMP] = 40;
+    }
+    struct exporter_podmeta *pm = podmeta_of(objects, 3);
+    struct exporter_join j = {.inv = &inv,
+                              .pods = &pods,
+                              .podmeta = pm,
+                              .procs = procs,
+                              .virtual_gpus = true,
+                              .pod_labels = true};
+    (void)state;
+    /* Every field but the two per pod (pod_uid only with its flag); the device's and each known
+     * pod's sums for those two (pod_uid always); "new", not known yet, has no sums; GPU 1 has no
+     * pods. */
+    render_check(
+        &j, devs, 2,
+        "DCGM_FI_DEV_GPU_TEMP{team=\"x\",container=\"c\",namespace=\"ns\",pod=\"a\",vgpu=\"0\"} "
+        "40\n"
+        "DCGM_FI_DEV_GPU_TEMP{container=\"c\",namespace=\"ns\",pod=\"b\",vgpu=\"1\"} 40\n"
+        "DCGM_FI_DEV_GPU_TEMP{container=\"c\",namespace=\"ns\",pod=\"idle\",vgpu=\"2\"} 40\n"
+        "DCGM_FI_DEV_GPU_TEMP{container=\"c\",namespace=\"ns\",pod=\"new\",vgpu=\"3\"} 40\n"
+        "DCGM_FI_DEV_GPU_TEMP{} 40\n"
+        "DCGM_FI_DEV_GPU_UTIL{} 90\n"
+        "DCGM_FI_DEV_GPU_UTIL{team=\"x\",container=\"c\",namespace=\"ns\",pod=\"a\",pod_uid=\"uid-"
+        "a\",vgpu=\"0\"} 35\n"
+        "DCGM_FI_DEV_GPU_UTIL{container=\"c\",namespace=\"ns\",pod=\"b\",pod_uid=\"uid-b\",vgpu="
+        "\"1\"} 40\n"
+        "DCGM_FI_DEV_GPU_UTIL{container=\"c\",namespace=\"ns\",pod=\"idle\",pod_uid=\"uid-i\",vgpu="
+        "\"2\"} 0\n"
+        "DCGM_FI_DEV_GPU_UTIL{} 90\n"
+        "DCGM_FI_DEV_FB_USED{} 4000\n"
+        "DCGM_FI_DEV_FB_USED{team=\"x\",container=\"c\",namespace=\"ns\",pod=\"a\",pod_uid=\"uid-"
+        "a\",vgpu=\"0\"} 1536\n"
+        "DCGM_FI_DEV_FB_USED{container=\"c\",namespace=\"ns\",pod=\"b\",pod_uid=\"uid-b\",vgpu="
+        "\"1\"} 2048\n"
+        "DCGM_FI_DEV_FB_USED{container=\"c\",namespace=\"ns\",pod=\"idle\",pod_uid=\"uid-i\",vgpu="
+        "\"2\"} 0\n"
+        "DCGM_FI_DEV_FB_USED{} 4000\n");
+
+    /* The utilisation samples could not be read: only FB_USED is split; GPU_UTIL is the pods'. */
+    procs[0].util_ok = false;
+    pods.n = 1;
+    render_check(&j, devs, 1,
+                 "DCGM_FI_DEV_GPU_TEMP{team=\"x\",container=\"c\",namespace=\"ns\",pod=\"a\",vgpu="
+                 "\"0\"} 40\n"
+                 "DCGM_FI_DEV_GPU_UTIL{team=\"x\",container=\"c\",namespace=\"ns\",pod=\"a\",vgpu="
+                 "\"0\"} 90\n"
+                 "DCGM_FI_DEV_FB_USED{} 4000\n"
+                 "DCGM_FI_DEV_FB_USED{team=\"x\",container=\"c\",namespace=\"ns\",pod=\"a\",pod_"
+                 "uid=\"uid-a\",vgpu=\"0\"} 1536\n");
+
+    /* Without pod metadata (no API server), or a device that has no FB_USED: no split. */
+    procs[0].util_ok = true;
+    j.podmeta = NULL;
+    render_check(
+        &j, devs, 1,
+        "DCGM_FI_DEV_GPU_TEMP{container=\"c\",namespace=\"ns\",pod=\"a\",vgpu=\"0\"} 40\n"
+        "DCGM_FI_DEV_GPU_UTIL{container=\"c\",namespace=\"ns\",pod=\"a\",vgpu=\"0\"} 90\n"
+        "DCGM_FI_DEV_FB_USED{container=\"c\",namespace=\"ns\",pod=\"a\",vgpu=\"0\"} 4000\n");
+    j.podmeta = pm;
+    devs[0].sample.have &= ~(BIT(GPU_METRIC_FB_USED) | BIT(GPU_METRIC_GPU_UTIL));
+    render_check(&j, devs, 1,
+                 "DCGM_FI_DEV_GPU_TEMP{team=\"x\",container=\"c\",namespace=\"ns\",pod=\"a\",vgpu="
+                 "\"0\"} 40\n");
+    /* Whether a device is worth reading the processes of. */
+    assert_true(exporter_series_has_pods(&j, &devs[0]));
+    assert_false(exporter_series_has_pods(&j, &devs[1]));
+    exporter_podmeta_free(pm);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_dra),
         cmocka_unit_test(test_device_plugins),
         cmocka_unit_test(test_pod_metadata),
+        cmocka_unit_test(test_virtual_gpu_processes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
