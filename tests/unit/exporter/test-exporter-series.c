@@ -357,8 +357,8 @@ static void render_check(const struct exporter_join *j, const struct exporter_de
 static void test_virtual_gpu_processes(void **state)
 {
     static const char *const objects[] = {
-        "{\"metadata\": {\"namespace\": \"ns\", \"name\": \"a\", \"uid\": \"uid-a\", "
-        "\"labels\": {\"team\": \"x\"}}}",
+        ("{\"metadata\": {\"namespace\": \"ns\", \"name\": \"a\", \"uid\": \"uid-a\", "
+         "\"labels\": {\"team\": \"x\"}}}"),
         "{\"metadata\": {\"namespace\": \"ns\", \"name\": \"b\", \"uid\": \"uid-b\"}}",
         "{\"metadata\": {\"namespace\": \"ns\", \"name\": \"idle\", \"uid\": \"uid-i\"}}",
     };
