@@ -29,8 +29,9 @@ static bool in_instance(const struct gpu_device *g, unsigned gi, const char *uui
     return false;
 }
 
-/* Whether the device plugin's entry r names the device of dv: a MIG UUID any compute instance of
- * the GPU instance (as upstream's GetMIGDeviceInfoByID gives the GPU instance). */
+/* Whether the device plugin's entry r names the device of dv. A MIG UUID names its GPU instance
+ * through any of its compute instances, as upstream's GetMIGDeviceInfoByID gives the GPU
+ * instance. */
 static bool device_matches(const struct exporter_join *j, const struct exporter_dev *dv,
                            const struct exporter_pod_ref *r)
 {
