@@ -559,6 +559,31 @@ static bool exporter_reads_pods(const struct op_policy *p)
     return p->exporter_pod_labels || p->exporter_pod_uid;
 }
 
+/* With gpuplane's DRA driver on, the exporter maps claims to GPUs through the node's
+ * ResourceSlices (--kubernetes-enable-dra). */
+static bool exporter_reads_slices(const struct op_policy *p)
+{
+    return p->comp[OP_DRA_DRIVER].enabled;
+}
+
+/* The exporter's reads on the API server: pods for their labels and UIDs, ResourceSlices for DRA
+ * claims. Named as NVIDIA's read-pods role, which holds the first. */
+static json_t *exporter_read_rules(struct rctx *c)
+{
+    const struct op_policy *p = c->p;
+    json_t *rules = json_array();
+    int r = rules ? 0 : -ENOMEM;
+
+    if (r >= 0 && (exporter_reads_pods(p) || c->identity_only))
+        r = r_push(rules, r_rule("", (const char *const[]){"pods", NULL}, GLW));
+    if (r >= 0 && (exporter_reads_slices(p) || c->identity_only))
+        r = r_push(rules,
+                   r_rule("resource.k8s.io", (const char *const[]){"resourceslices", NULL}, GLW));
+    if (r < 0)
+        return json_decref(rules), NULL;
+    return rules;
+}
+
 static json_t *exporter_service(struct rctx *c)
 {
     const struct op_policy *p = c->p;
@@ -596,9 +621,9 @@ int op_state_dcgm_exporter(struct rctx *c, json_t *objects)
     int r;
 
     r = r_push(objects, r_service_account(c, EXPORTER, json_pack("{s:s}", "app", EXPORTER)));
-    /* Pod labels and UIDs come from the API server: only then may the exporter read pods. */
-    if (r >= 0 && (exporter_reads_pods(p) || c->identity_only)) {
-        json_t *rules = json_pack("[o]", r_rule("", (const char *const[]){"pods", NULL}, GLW));
+    /* Pod labels and UIDs, and DRA slices, come from the API server: only then may it read. */
+    if (r >= 0 && (exporter_reads_pods(p) || exporter_reads_slices(p) || c->identity_only)) {
+        json_t *rules = exporter_read_rules(c);
         json_t *role = r_role(c, "ClusterRole", EXPORTER_READ_PODS, rules);
         json_t *binding =
             r_binding(c, "ClusterRoleBinding", EXPORTER_READ_PODS, EXPORTER_READ_PODS, EXPORTER);
@@ -630,7 +655,8 @@ int op_state_dcgm_exporter(struct rctx *c, json_t *objects)
     r = r_ds_new(c, EXPORTER, json_pack("{s:s}", "app", EXPORTER), "dcgm-exporter", EXPORTER, &ds);
     if (r < 0)
         return r;
-    r = r_set(ds.pod, "automountServiceAccountToken", json_boolean(exporter_reads_pods(p)));
+    r = r_set(ds.pod, "automountServiceAccountToken",
+              json_boolean(exporter_reads_pods(p) || exporter_reads_slices(p)));
     if (r >= 0 && p->exporter_host_pid)
         r = r_set(ds.pod, "hostPID", json_true());
     if (r >= 0)
@@ -660,6 +686,8 @@ int op_state_dcgm_exporter(struct rctx *c, json_t *objects)
     if (r >= 0 && p->exporter_pod_label_allowlist)
         r = r_env(ctr, "DCGM_EXPORTER_KUBERNETES_POD_LABEL_ALLOWLIST_REGEX",
                   p->exporter_pod_label_allowlist);
+    if (r >= 0 && exporter_reads_slices(p))
+        r = r_env(ctr, "DCGM_EXPORTER_KUBERNETES_ENABLE_DRA", "true");
     /* dcgmExporter.config.name: the metrics CSV, key dcgm-metrics.csv of that ConfigMap. */
     if (r >= 0 && s->config_name) {
         r = r_configmap_volume(ds.pod, "metrics-config", s->config_name, -1, METRICS_CSV);

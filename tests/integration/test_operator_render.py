@@ -151,12 +151,16 @@ def test_dra_example(gp):
     assert {"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims"],
             "verbs": ["get", "list", "watch"]} in rules
     read_pods = objs[("ClusterRole", "nvidia-dcgm-exporter-read-pods")]
+    # Pods for their labels, and the DRA driver's slices to map claims to GPUs.
     assert read_pods["rules"] == [{"apiGroups": [""], "resources": ["pods"],
+                                   "verbs": ["get", "list", "watch"]},
+                                  {"apiGroups": ["resource.k8s.io"], "resources": ["resourceslices"],
                                    "verbs": ["get", "list", "watch"]}]
     exporter = objs[("DaemonSet", "nvidia-dcgm-exporter")]["spec"]["template"]["spec"]
     assert exporter["automountServiceAccountToken"] is True
     ctr = exporter["containers"][0]
     assert {"name": "DCGM_EXPORTER_KUBERNETES_ENABLE_POD_LABELS", "value": "true"} in ctr["env"]
+    assert {"name": "DCGM_EXPORTER_KUBERNETES_ENABLE_DRA", "value": "true"} in ctr["env"]
     assert ctr["livenessProbe"]["httpGet"] == {"port": 9400, "path": "/health"}
 
 
