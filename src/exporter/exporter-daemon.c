@@ -33,6 +33,9 @@
 #define CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
 #define WINDOW_MAX_XIDS 1024u /* per GPU: an XID storm overwrites the oldest */
 #define NO_REASONS UINT64_MAX
+/* One nvmlEventSetWait: XIDs arrive at once either way; shorter only makes stopping quicker (the
+ * thread is joined after its current wait). */
+#define HEALTH_WAIT_MS 500
 
 struct daemon {
     struct exporter_options *o;
@@ -414,7 +417,8 @@ static int open_gpus(struct daemon *dm, struct diag *d)
         return d->msg[0] ? r : diag_fail(d, r, "cannot read the GPUs: %s", strerror(-r));
     log_info("GPUs found", "count", LOG_INT(dm->inv->n_devices), "series", LOG_INT(dm->n_devs),
              "driver", dm->inv->driver_version);
-    if (gpu_health_start_with(dm->nvml, dm->inv, dm->loop, NULL, on_health, dm, &dm->health) < 0)
+    const struct gpu_health_options hopts = {.wait_timeout_ms = HEALTH_WAIT_MS};
+    if (gpu_health_start_with(dm->nvml, dm->inv, dm->loop, &hopts, on_health, dm, &dm->health) < 0)
         log_warn("XID events unavailable: DCGM_FI_DEV_XID_ERRORS stays 0");
     return 0;
 }
