@@ -230,6 +230,10 @@ struct kube_op;
  * after its callback. */
 _wur_ int kube_list_op(struct kube_client *c, const char *path, kube_done_fn fn, void *userdata,
                        struct kube_op **ret);
+/* The same, each item of each page passed through filter (kube_watch_new_filtered) as it comes. */
+_wur_ int kube_list_op_filtered(struct kube_client *c, const char *path, kube_filter_fn filter,
+                                void *filter_userdata, kube_done_fn fn, void *userdata,
+                                struct kube_op **ret);
 void kube_op_cancel(struct kube_op *op);
 
 /* path + (path has a '?' ? '&' : '?') + query, in a new string; NULL on -ENOMEM. */

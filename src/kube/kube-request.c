@@ -12,6 +12,9 @@
 
 /* Items a page asks for when the caller's path does not say (client-go's informers ask 500). */
 #define LIST_PAGE_LIMIT 500
+/* A filtered list keeps little of each item: smaller pages keep the whole objects of one page
+ * small too (large objects such as Nodes are why a caller filters). */
+#define LIST_PAGE_LIMIT_FILTERED 100
 /* Fresh starts of a read-modify-write after a conflict. */
 #define MODIFY_RETRIES 5
 #define REASON_MAX 128
@@ -36,6 +39,8 @@ struct kube_op {
     char *path;
     /* lists */
     json_t *items;
+    kube_filter_fn filter; /* NULL: items kept whole */
+    void *filter_userdata;
     char *cont;
     unsigned pages;
     bool restarted;
@@ -147,7 +152,8 @@ static int list_send_page(struct kube_op *op)
     bool has_query = strchr(op->path, '?') != NULL;
     bool has_limit = has_query && (strstr(op->path, "?limit=") || strstr(op->path, "&limit="));
     if (r >= 0 && !has_limit)
-        r = strbuf_addf(&path, "%climit=%d", has_query ? '&' : '?', LIST_PAGE_LIMIT);
+        r = strbuf_addf(&path, "%climit=%d", has_query ? '&' : '?',
+                        op->filter ? LIST_PAGE_LIMIT_FILTERED : LIST_PAGE_LIMIT);
     if (r >= 0 && op->cont) {
         r = strbuf_addstr(&path, "&continue="); /* the limit made it a query */
         percent_encode(op->cont, &path, &r);
@@ -185,7 +191,19 @@ static void list_page(struct kube_op *op, int status, json_t *body, const char *
         op_finish(op, 0, NULL, NULL, 0, "list: more pages or items than a list may have");
         return;
     }
-    if (json_array_extend(op->items, items) < 0) {
+    if (op->filter) {
+        size_t i;
+        json_t *item;
+        json_array_foreach(items, i, item)
+        {
+            json_t *kept = op->filter(item, op->filter_userdata);
+            if (kept && json_array_append_new(op->items, kept) < 0) {
+                op_fail(op, -ENOMEM, "list");
+                return;
+            }
+        }
+        json_array_clear(items); /* the page's objects go now, not with the last page */
+    } else if (json_array_extend(op->items, items) < 0) {
         op_fail(op, -ENOMEM, "list");
         return;
     }
@@ -331,11 +349,20 @@ int kube_delete(struct kube_client *c, const char *path, kube_done_fn fn, void *
 int kube_list_op(struct kube_client *c, const char *path, kube_done_fn fn, void *userdata,
                  struct kube_op **ret)
 {
+    return kube_list_op_filtered(c, path, NULL, NULL, fn, userdata, ret);
+}
+
+int kube_list_op_filtered(struct kube_client *c, const char *path, kube_filter_fn filter,
+                          void *filter_userdata, kube_done_fn fn, void *userdata,
+                          struct kube_op **ret)
+{
     if (!path || path[0] != '/')
         return -EINVAL;
     struct kube_op *op = op_new(c, OP_LIST, path, fn, userdata);
     if (!op)
         return -ENOMEM;
+    op->filter = filter;
+    op->filter_userdata = filter_userdata;
     op->items = json_array();
     int r = op->items ? list_send_page(op) : -ENOMEM;
     if (r < 0) {

@@ -36,6 +36,7 @@ struct kube_watch {
     struct kube_client_hook hook;
     char *path;
     kube_event_fn fn;
+    kube_filter_fn filter; /* NULL: objects whole */
     void *userdata;
     json_t *known; /* "namespace/name" -> the object last reported */
     char *rv;
@@ -186,7 +187,7 @@ static void start_list(struct kube_watch *w)
 {
     free(w->rv);
     w->rv = NULL;
-    int r = kube_list_op(w->c, w->path, on_list, w, &w->list);
+    int r = kube_list_op_filtered(w->c, w->path, w->filter, w->userdata, on_list, w, &w->list);
     if (r < 0) {
         w->list = NULL;
         schedule(w, STEP_LIST, false);
@@ -198,6 +199,7 @@ static void start_list(struct kube_watch *w)
 /* false when the stream must end (the watch lists again, or is gone). */
 static bool handle_event(struct kube_watch *w, enum kube_wire_event type, json_t *obj)
 {
+    _cleanup_json_ json_t *kept = NULL;
     char key[512];
     switch (type) {
     case KUBE_WIRE_BOOKMARK:
@@ -223,6 +225,12 @@ static bool handle_event(struct kube_watch *w, enum kube_wire_event type, json_t
         return true;
     }
     set_rv(w, object_rv(obj));
+    if (w->filter) {
+        kept = w->filter(obj, w->userdata);
+        if (!kept || object_key(kept, key, sizeof(key)) < 0)
+            return true; /* dropped by the caller */
+        obj = kept;
+    }
     enum kube_event ev = KUBE_ADDED;
     if (type == KUBE_WIRE_DELETED) {
         /* Keep the object alive through the call: the map held the only reference. */
@@ -364,12 +372,19 @@ struct kube_watch *kube_watch_free(struct kube_watch *w)
 int kube_watch_new(struct kube_client *c, const char *path, kube_event_fn fn, void *userdata,
                    struct kube_watch **ret)
 {
+    return kube_watch_new_filtered(c, path, NULL, fn, userdata, ret);
+}
+
+int kube_watch_new_filtered(struct kube_client *c, const char *path, kube_filter_fn filter,
+                            kube_event_fn fn, void *userdata, struct kube_watch **ret)
+{
     if (!path || path[0] != '/' || !fn)
         return -EINVAL;
     _cleanup_(kube_watch_freep) struct kube_watch *w = calloc(1, sizeof(*w));
     if (!w)
         return -ENOMEM;
     w->fn = fn;
+    w->filter = filter;
     w->userdata = userdata;
     w->backoff_ms = BACKOFF_FIRST_MS;
     w->path = strdup(path);
@@ -385,7 +400,7 @@ int kube_watch_new(struct kube_client *c, const char *path, kube_event_fn fn, vo
     w->c = c;
     kube_client_hook_add(c, &w->hook);
     w->hook.detach = on_client_gone;
-    r = kube_list_op(c, w->path, on_list, w, &w->list);
+    r = kube_list_op_filtered(c, w->path, w->filter, w->userdata, on_list, w, &w->list);
     if (r < 0)
         return r;
     *ret = TAKE_PTR(w);

@@ -150,6 +150,18 @@ struct kube_watch;
  */
 _wur_ int kube_watch_new(struct kube_client *c, const char *path, kube_event_fn fn, void *userdata,
                          struct kube_watch **ret);
+
+/*
+ * Reduces each object as it arrives: filter(obj, userdata) returns a new reference to what the
+ * caller needs of it (it must keep metadata.name, .namespace and .resourceVersion), or NULL to
+ * drop the object. The watch reports and remembers only that, and the pages of a (re)list (100
+ * items each) are reduced one by one, so a large collection (a cluster's Nodes) is never held
+ * whole in memory.
+ * Otherwise as kube_watch_new().
+ */
+typedef json_t *(*kube_filter_fn)(const json_t *obj, void *userdata);
+_wur_ int kube_watch_new_filtered(struct kube_client *c, const char *path, kube_filter_fn filter,
+                                  kube_event_fn fn, void *userdata, struct kube_watch **ret);
 struct kube_watch *kube_watch_free(struct kube_watch *w);
 DEFINE_POINTER_CLEANUP(struct kube_watch, kube_watch_free)
 
