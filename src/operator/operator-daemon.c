@@ -22,6 +22,7 @@
  * successor need not wait for it to expire.
  */
 #include <errno.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -126,6 +127,7 @@ struct daemon {
     struct op_inflight inflight; /* contexts of requests in flight, freed at the end */
 
     struct ev_signal *sig_term, *sig_int;
+    struct ev_timer *trim_timer;
     struct ev_timer *release_timer;
     bool stopping;
 };
@@ -133,7 +135,7 @@ struct daemon {
 static void kick(struct daemon *dm);
 static void policy_next(struct pass *p);
 static bool scan_nodes(struct daemon *dm);
-static json_t *trim_node(const json_t *node);
+static void trim_soon(struct daemon *dm);
 
 static const char *env_get(const char *name)
 {
@@ -310,6 +312,8 @@ static void pass_end(struct daemon *dm, bool failed, bool requeue)
         op_queue_forget(dm->queue, key);
         if (requeue)
             (void)!op_queue_add_after(dm->queue, key, now, dm->o->requeue_after_ms);
+        else
+            op_queue_clear_delay(dm->queue, key);
     }
     op_queue_done(dm->queue, key, now);
     dm->busy = false;
@@ -343,6 +347,8 @@ static void policy_finish(struct pass *p)
              LOG_INT(ev_loop_now_ms(dm->loop) - dm->pass_started_ms));
     dm->pass = NULL;
     pass_free(p);
+    if (json_object_size(dm->nodes) > 100)
+        trim_soon(dm);
     pass_end(dm, failed, requeue);
 }
 
@@ -737,6 +743,90 @@ static void policy_pass(struct daemon *dm)
         policy_fail(p, true, "cannot read the ClusterPolicy: %s", strerror(-r));
 }
 
+/* ---- what is kept of the nodes ---- */
+
+/* Whether the operator reads a label: nvidia.com/gpu.present, .workload.config and the deploy
+ * labels, NFD's NVIDIA PCI labels and the OS release. */
+static bool label_read(const char *key)
+{
+    static const char *const prefixes[] = {
+        OP_LABEL_DEPLOY_PREFIX,
+        OP_NFD_PREFIX "system-os_release.",
+    };
+    static const char *const exact[] = {
+        OP_LABEL_GPU_PRESENT,
+        OP_LABEL_WORKLOAD,
+        OP_NFD_PREFIX "pci-10de.present",
+        OP_NFD_PREFIX "pci-0302_10de.present",
+        OP_NFD_PREFIX "pci-0300_10de.present",
+    };
+    for (size_t i = 0; i < ARRAY_SIZE(prefixes); i++)
+        if (strncmp(key, prefixes[i], strlen(prefixes[i])) == 0)
+            return true;
+    for (size_t i = 0; i < ARRAY_SIZE(exact); i++)
+        if (strcmp(key, exact[i]) == 0)
+            return true;
+    return false;
+}
+
+/*
+ * The part of a node the operator keeps, compact so that 1,000 nodes take about a MiB: its name and
+ * resourceVersion (the watch needs them), what the policy pass reads ("gpu": gpu.present is true,
+ * "nfd": NFD labelled the node, "os": its driver OS tag), and as one JSON string ("node") the
+ * labels the labeller reads and the operator's annotation, parsed again for a labelling pass.
+ */
+static json_t *trim_node(const json_t *node)
+{
+    const json_t *meta = json_object_get(node, "metadata");
+    const json_t *labels = json_object_get(meta, "labels");
+    const json_t *mine =
+        json_object_get(json_object_get(meta, "annotations"), OP_ANNOTATION_LABELS);
+    _cleanup_json_ json_t *kept = json_object();
+    const char *key;
+    json_t *v;
+    char tag[128];
+    json_object_foreach((json_t *)labels, key, v)
+    {
+        if (kept && label_read(key))
+            (void)!json_object_set(kept, key, v);
+    }
+    _cleanup_json_ json_t *slim = json_pack("{s:{s:O}}", "metadata", "labels", kept);
+    if (slim && mine)
+        (void)!json_object_set_new(json_object_get(slim, "metadata"), "annotations",
+                                   json_pack("{s:O}", OP_ANNOTATION_LABELS, mine));
+    _cleanup_free_ char *text = slim ? json_dumps(slim, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+    if (!text)
+        return NULL;
+    json_t *out =
+        json_pack("{s:{s:O,s:O*},s:b,s:b,s:s}", "metadata", "name", json_object_get(meta, "name"),
+                  "resourceVersion", json_object_get(meta, "resourceVersion"), "gpu",
+                  op_node_gpu_present(labels), "nfd", op_node_has_nfd(labels), "node", text);
+    if (out && op_node_os_tag(labels, tag, sizeof(tag)))
+        (void)!json_object_set_new(out, "os", json_string(tag));
+    return out;
+}
+
+/* A trimmed node's labels and annotation as a node object (for the labelling rules). */
+static json_t *untrim_node(const json_t *trimmed)
+{
+    const char *text = json_string_value(json_object_get(trimmed, "node"));
+    return text ? json_loads(text, 0, NULL) : NULL;
+}
+
+/* Whether what the operator reads of a node changed (not its resourceVersion: a kubelet's
+ * status update changes nothing here). */
+static bool node_differs(const json_t *a, const json_t *b)
+{
+    return !b || !json_equal(json_object_get(a, "node"), json_object_get(b, "node")) ||
+           !json_equal(json_object_get(a, "nfd"), json_object_get(b, "nfd")) ||
+           !json_equal(json_object_get(a, "os"), json_object_get(b, "os"));
+}
+
+static json_t *filter_node(const json_t *node, void *userdata)
+{
+    return trim_node(node);
+}
+
 /* ---- the labelling pass ---- */
 
 static void label_pump(struct label_pass *lp);
@@ -752,6 +842,8 @@ static void label_finish(struct label_pass *lp)
     json_decref(lp->patches);
     free(lp);
     dm->lpass = NULL;
+    if (json_object_size(dm->nodes) > 100)
+        trim_soon(dm); /* one node answer per patch, freed: give the memory back */
     if (scan_nodes(dm))
         (void)!op_queue_add(dm->queue, KEY_POLICY, ev_loop_now_ms(dm->loop));
     pass_end(dm, failed, false);
@@ -776,8 +868,10 @@ static void on_label_patched(const struct kube_response *res, void *userdata)
         /* The node as patched, so the policy pass that follows sees its labels before the watch
          * brings them (the watch's copy then compares equal and triggers nothing). */
         json_t *trimmed = trim_node(res->body);
-        if (trimmed)
+        if (trimmed && node_differs(trimmed, json_object_get(dm->nodes, call->node)))
             (void)!json_object_set_new(dm->nodes, call->node, trimmed);
+        else
+            json_decref(trimmed);    /* the watch told already: keep the copy shared with it */
     } else if (res->status != 404) { /* a node deleted meanwhile needs nothing */
         lp->failed++;
         log_error("cannot label node", "node", call->node, "status", LOG_INT(res->status), "reason",
@@ -849,7 +943,8 @@ static void labels_pass(struct daemon *dm)
     json_object_foreach(dm->nodes, name, node)
     {
         json_t *patch = NULL;
-        if (op_node_label_patch(node, &cfg, &patch) < 0)
+        _cleanup_json_ json_t *full = untrim_node(node);
+        if (!full || op_node_label_patch(full, &cfg, &patch) < 0)
             lp->failed++;
         else if (patch)
             (void)!json_object_set_new(patches, name, patch);
@@ -892,12 +987,25 @@ static void kick(struct daemon *dm)
 
 /* ---- the caches ---- */
 
+static void on_trim(struct ev_timer *t, uint64_t expirations, void *userdata)
+{
+    malloc_trim(0);
+}
+
+/* Returns free heap memory to the system once the current callbacks (which may still hold a large
+ * List or response) are done. */
+static void trim_soon(struct daemon *dm)
+{
+    (void)!ev_timer_set(dm->trim_timer, 200, 0);
+}
+
 static void check_synced(struct daemon *dm)
 {
     if (dm->synced || !dm->synced_cp || !dm->synced_nodes || !dm->synced_ds)
         return;
     dm->synced = true;
     dm->metrics.synced = true;
+    trim_soon(dm); /* the lists of a large cluster were read: give their memory back */
     log_info("caches synced", "clusterpolicies", LOG_INT(json_object_size(dm->cps)), "nodes",
              LOG_INT(json_object_size(dm->nodes)));
     enqueue(dm, KEY_LABELS);
@@ -948,16 +1056,14 @@ static bool scan_nodes(struct daemon *dm)
     uint64_t count = 0;
     json_object_foreach(dm->nodes, name, node)
     {
-        const json_t *labels = json_object_get(json_object_get(node, "metadata"), "labels");
-        nfd = nfd || op_node_has_nfd(labels);
-        if (!op_node_gpu_present(labels))
+        nfd = nfd || json_is_true(json_object_get(node, "nfd"));
+        if (!json_is_true(json_object_get(node, "gpu")))
             continue;
         gpu = true;
         count++;
         if (!first || strcmp(name, first) < 0) {
             first = name;
-            if (!op_node_os_tag(labels, tag, sizeof(tag)))
-                tag[0] = '\0';
+            snprintf(tag, sizeof(tag), "%s", json_string_value(json_object_get(node, "os")) ?: "");
         }
     }
     dm->metrics.gpu_nodes = count;
@@ -967,21 +1073,6 @@ static bool scan_nodes(struct daemon *dm)
     dm->has_nfd = nfd;
     snprintf(dm->os_tag, sizeof(dm->os_tag), "%s", tag);
     return changed;
-}
-
-/* The part of a node the operator reads: its name, labels and the operator's annotation. */
-static json_t *trim_node(const json_t *node)
-{
-    const json_t *meta = json_object_get(node, "metadata");
-    const json_t *labels = json_object_get(meta, "labels");
-    const json_t *mine =
-        json_object_get(json_object_get(meta, "annotations"), OP_ANNOTATION_LABELS);
-    json_t *out = json_pack("{s:{s:O,s:O}}", "metadata", "name", json_object_get(meta, "name"),
-                            "labels", json_is_object(labels) ? labels : json_object());
-    if (out && mine)
-        (void)!json_object_set_new(json_object_get(out, "metadata"), "annotations",
-                                   json_pack("{s:O}", OP_ANNOTATION_LABELS, mine));
-    return out;
 }
 
 static void on_node_event(enum kube_event ev, json_t *obj, void *userdata)
@@ -1000,11 +1091,9 @@ static void on_node_event(enum kube_event ev, json_t *obj, void *userdata)
     if (ev == KUBE_DELETED) {
         json_object_del(dm->nodes, name);
     } else {
-        json_t *trimmed = trim_node(obj);
-        if (!trimmed)
-            return;
-        changed = !json_equal(trimmed, json_object_get(dm->nodes, name));
-        (void)!json_object_set_new(dm->nodes, name, trimmed);
+        /* obj is trimmed already (filter_node); the cache shares it with the watch */
+        changed = node_differs(obj, json_object_get(dm->nodes, name));
+        (void)!json_object_set(dm->nodes, name, obj);
     }
     if (!changed || !dm->synced)
         return;
@@ -1153,8 +1242,11 @@ static int open_kube(struct daemon *dm, struct diag *d)
     if (r < 0)
         return r;
     r = kube_watch_new(dm->kube, "/apis/nvidia.com/v1/clusterpolicies", on_cp_event, dm, &dm->w_cp);
+    /* Of the nodes only what the daemon reads (trim_node), page by page: 1,000 nodes fit a few
+     * MiB instead of tens. */
     if (r >= 0)
-        r = kube_watch_new(dm->kube, "/api/v1/nodes", on_node_event, dm, &dm->w_nodes);
+        r = kube_watch_new_filtered(dm->kube, "/api/v1/nodes", filter_node, on_node_event, dm,
+                                    &dm->w_nodes);
     if (r >= 0)
         r = kube_watch_new(dm->kube, dm->ds_path, on_ds_event, dm, &dm->w_ds);
     if (r < 0)
@@ -1199,6 +1291,9 @@ static int start(struct daemon *dm, struct diag *d)
     dm->nodes = json_object();
     if (!dm->cps || !dm->nodes)
         return -ENOMEM;
+    /* Large answers (a cluster's Nodes) in mmap()ed memory that goes back when freed: glibc's
+     * moving threshold would otherwise keep them in the heap after the first. */
+    mallopt(M_MMAP_THRESHOLD, 256 * 1024);
     int r = op_lease_identity(dm->identity);
     if (r >= 0)
         r = op_queue_new(&qo, &dm->queue);
@@ -1212,6 +1307,10 @@ static int start(struct daemon *dm, struct diag *d)
         r = ev_timer_add(dm->loop, 0, 0, on_queue_timer, dm, &dm->queue_timer);
     if (r >= 0)
         r = ev_timer_disarm(dm->queue_timer);
+    if (r >= 0)
+        r = ev_timer_add(dm->loop, 0, 0, on_trim, dm, &dm->trim_timer);
+    if (r >= 0)
+        r = ev_timer_disarm(dm->trim_timer);
     if (r < 0)
         return diag_fail(d, r, "cannot start: %s", strerror(-r));
     r = open_kube(dm, d);

@@ -160,6 +160,15 @@ void op_queue_forget(struct op_queue *q, const char *key)
     maybe_drop(it);
 }
 
+void op_queue_clear_delay(struct op_queue *q, const char *key)
+{
+    struct item *it = find(q, key);
+    if (!it)
+        return;
+    it->due_ms = OP_QUEUE_NEVER;
+    maybe_drop(it);
+}
+
 unsigned op_queue_failures(const struct op_queue *q, const char *key)
 {
     const struct item *it = find(q, key);

@@ -52,6 +52,10 @@ _wur_ int op_queue_add_rate_limited(struct op_queue *q, const char *key, uint64_
 /* Forgets key's failures (after a pass that succeeded). */
 void op_queue_forget(struct op_queue *q, const char *key);
 
+/* Drops key's pending delay (a pass that left everything ready needs no requeue asked for by an
+ * earlier one). A key that is ready stays ready. */
+void op_queue_clear_delay(struct op_queue *q, const char *key);
+
 /* How many failures key has counted. */
 unsigned op_queue_failures(const struct op_queue *q, const char *key);
 

@@ -306,6 +306,13 @@ def test_api_server_restart_and_expired_watches(cluster, operators):
     fk.wait_for(lambda: (fk.daemonset_status("nvidia-driver-daemonset", oh.NAMESPACE) or {})
                 .get("desiredNumberScheduled") == 4, timeout=20, what="the driver on 4 nodes")
     oh.wait_state(fk, "ready", reason="Reconciled", timeout=30)
+    assert op.metric("gpu_operator_gpu_nodes_total") == 4
+    # a node deleted while the watch is down is found missing by the next list
+    fk.inject(method="GET", path="/api/v1/nodes", status=500, count=2)
+    fk.expire_watches()
+    fk.remove("nodes", "gpu-2")
+    fk.wait_for(lambda: op.metric("gpu_operator_gpu_nodes_total") == 3, timeout=20,
+                what="gpu-2 forgotten")
     assert op.alive()
 
 

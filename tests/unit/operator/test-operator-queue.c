@@ -152,6 +152,14 @@ static void test_requeue_after(void **state)
     assert_true(op_queue_get(q, 3100, key));
     op_queue_done(q, "policy", 3100);
     assert_int_equal(op_queue_next_ms(q, 3100), OP_QUEUE_NEVER);
+    /* a pass that ended ready drops a requeue an earlier one asked for */
+    assert_int_equal(op_queue_add_after(q, "policy", 4000, 5000), 0);
+    assert_int_equal(op_queue_add(q, "policy", 4000), 0);
+    assert_true(op_queue_get(q, 4000, key));
+    op_queue_clear_delay(q, "policy");
+    op_queue_done(q, "policy", 4001);
+    assert_int_equal(op_queue_next_ms(q, 4001), OP_QUEUE_NEVER);
+    assert_int_equal(op_queue_len(q), 0);
     op_queue_free(q);
 }
 
