@@ -590,6 +590,7 @@ static int slice_spec(const struct ctx *c, const struct dalloc_gates *g, json_t 
         return fail(c, -EINVAL, "spec.pool.resourceSliceCount", "must be an integer > 0");
     s->generation = json_integer_value(gen);
     s->count = json_integer_value(cnt);
+    s->has_counters = has(spec, "sharedCounters");
     if ((r = slice_node(c, spec, s)) < 0)
         return r;
     if (s->node_kind == DALLOC_NODE_PER_DEVICE && !g->partitionable)

@@ -108,14 +108,17 @@ struct dalloc_slice {
     const char *node_name;
     json_t *node_selector;   /* the NodeSelector (one term) */
     json_t *shared_counters; /* DRAPartitionableDevices on: spec.sharedCounters, or NULL */
+    bool has_counters;       /* spec.sharedCounters is set (whatever the gates) */
     struct dalloc_device *devices;
     size_t n_devices;
 };
 
 struct dalloc_pool {
     const char *driver, *name;
-    int64_t generation;
-    struct vec slices; /* struct dalloc_slice *, sorted by name */
+    int64_t generation, count; /* the newest generation among the node's slices, its size */
+    struct vec slices; /* struct dalloc_slice *: the node's slices of that generation, by name */
+    struct vec
+        others; /* the pool's other slices of that generation (their devices hold counters) */
     bool incomplete, invalid;
     bool binding; /* has a device with binding conditions: searched after the others */
     struct dalloc_counter *counters; /* of every slice of the newest generation, any node */

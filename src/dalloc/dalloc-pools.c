@@ -1,14 +1,18 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Which pools the node sees (reference §4.1): slices whose nodeName is the node, allNodes slices,
- * and slices whose single node selector term matches the node (matchFields on metadata.name,
- * matchExpressions on the labels of the Node object given in the input). Only the newest generation
- * of a pool counts; a pool with fewer slices of that generation than resourceSliceCount is
- * incomplete; pools with binding-condition devices go last; duplicate device names across its
- * slices, duplicate counter set names and devices consuming unknown counters make it invalid.
- * Shared counters (DRAPartitionableDevices) live here: what each counter has left after the
- * allocated devices, reserved and released by the search. Pools are sorted by (driver, pool name),
- * slices by name, and the usable pools' devices form the candidate list the search walks.
+ * Which pools the node sees (reference §4.1, upstream's GatherPools): slices whose nodeName is the
+ * node, allNodes slices, slices whose single node selector term matches the node (matchFields on
+ * metadata.name, matchExpressions on the labels of the Node object given in the input), slices
+ * with perDeviceNodeSelection where a device is for the node, and slices with shared counters.
+ * Among those, the newest generation of a pool counts; a pool with fewer of them than
+ * resourceSliceCount is counted again over all its slices: obsolete (dropped) when another node
+ * already has a newer generation, incomplete when still short. Pools with binding-condition
+ * devices go last; duplicate device names across the node's slices, duplicate counter set names
+ * and devices consuming unknown counters make a pool invalid. Shared counters
+ * (DRAPartitionableDevices) live here: what each counter has left after the allocated devices
+ * (also those of the pool's slices for other nodes), reserved and released by the search. Pools are
+ * sorted by (driver, pool name), slices by name, and the usable pools' devices form the candidate
+ * list the search walks.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -77,8 +81,13 @@ bool dalloc_node_matches(const struct dalloc *a, const json_t *selector)
     return true;
 }
 
-static bool slice_visible(const struct dalloc *a, const struct dalloc_slice *s)
+/* Whether the node sees a device of s (kube-scheduler's relevance test for a slice): its
+ * nodeName, allNodes or node selector match, or with perDeviceNodeSelection any of its devices'
+ * does. Slices with shared counters count for every node. */
+static bool slice_relevant(const struct dalloc *a, const struct dalloc_slice *s)
 {
+    if (s->shared_counters)
+        return true;
     switch (s->node_kind) {
     case DALLOC_NODE_NAME:
         return strcmp(s->node_name, a->node) == 0;
@@ -87,7 +96,10 @@ static bool slice_visible(const struct dalloc *a, const struct dalloc_slice *s)
     case DALLOC_NODE_SELECTOR:
         return dalloc_node_matches(a, s->node_selector);
     case DALLOC_NODE_PER_DEVICE:
-        return true; /* decided per device when selecting */
+        for (size_t i = 0; i < s->n_devices; i++)
+            if (dalloc_device_on_node(a, &s->devices[i]))
+                return true;
+        return false;
     case DALLOC_NODE_IGNORED:
         return false;
     }
@@ -110,11 +122,16 @@ bool dalloc_device_on_node(const struct dalloc *a, const struct dalloc_device *d
     }
 }
 
+static bool in_pool(const struct dalloc_pool *p, const struct dalloc_slice *s)
+{
+    return strcmp(p->driver, s->driver) == 0 && strcmp(p->name, s->pool) == 0;
+}
+
 static struct dalloc_pool *pool_find(struct dalloc *a, const struct dalloc_slice *s)
 {
     for (size_t i = 0; i < a->pools.len; i++) {
         struct dalloc_pool *p = *VEC_AT(&a->pools, struct dalloc_pool *, i);
-        if (strcmp(p->driver, s->driver) == 0 && strcmp(p->name, s->pool) == 0)
+        if (in_pool(p, s))
             return p;
     }
     return NULL;
@@ -138,28 +155,9 @@ static int cmp_slice(const void *x, const void *y)
                   (*(struct dalloc_slice *const *)y)->name);
 }
 
-/* Highest generation per pool over ALL slices (also those not for this node). */
-static int64_t newest_generation(const struct dalloc *a, const char *driver, const char *pool,
-                                 int64_t *ret_count, size_t *ret_have)
-{
-    int64_t gen = -1;
-
-    for (size_t i = 0; i < a->slices.len; i++) {
-        const struct dalloc_slice *s = *VEC_AT(&a->slices, struct dalloc_slice *, i);
-        if (strcmp(s->driver, driver) == 0 && strcmp(s->pool, pool) == 0 && s->generation > gen)
-            gen = s->generation;
-    }
-    *ret_have = 0;
-    for (size_t i = 0; i < a->slices.len; i++) {
-        const struct dalloc_slice *s = *VEC_AT(&a->slices, struct dalloc_slice *, i);
-        if (strcmp(s->driver, driver) == 0 && strcmp(s->pool, pool) == 0 && s->generation == gen) {
-            (*ret_have)++;
-            *ret_count = s->count;
-        }
-    }
-    return gen;
-}
-
+/* Adds a slice the node sees to its pool: the newest generation among the node's slices wins (an
+ * older slice is dropped, a newer one replaces what was collected); the pool's size is the
+ * resourceSliceCount of the first slice of that generation. */
 static int pool_add(struct dalloc *a, struct dalloc_slice *s)
 {
     struct dalloc_pool *p = pool_find(a, s);
@@ -171,22 +169,32 @@ static int pool_add(struct dalloc *a, struct dalloc_slice *s)
             return -ENOMEM;
         p->driver = s->driver;
         p->name = s->pool;
-        vec_init(&p->slices, sizeof(struct dalloc_slice *), 1024);
+        p->generation = s->generation;
+        p->count = s->count;
+        vec_init(&p->slices, sizeof(struct dalloc_slice *), 1u << 16);
+        vec_init(&p->others, sizeof(struct dalloc_slice *), 1u << 16);
         r = vec_push(&a->pools, &p);
         if (r < 0) {
             free(p);
             return r;
         }
     }
-    for (size_t i = 0; i < s->n_devices; i++)
-        p->binding = p->binding || s->devices[i].binding_conditions;
+    if (s->generation < p->generation)
+        return 0;
+    if (s->generation > p->generation) {
+        p->slices.len = 0;
+        p->generation = s->generation;
+        p->count = s->count;
+    }
     return vec_push(&p->slices, &s);
 }
 
-static bool same_pool(const struct dalloc_pool *p, const struct dalloc_slice *s)
+static void pool_free(struct dalloc_pool *p)
 {
-    return s->generation == p->generation && strcmp(s->driver, p->driver) == 0 &&
-           strcmp(s->pool, p->name) == 0;
+    vec_release(&p->slices);
+    vec_release(&p->others);
+    free(p->counters);
+    free(p);
 }
 
 static int counters_add_set(struct dalloc_pool *p, const json_t *set)
@@ -211,26 +219,13 @@ static int counters_add_set(struct dalloc_pool *p, const json_t *set)
     return 0;
 }
 
-/* The counter sets of every slice of the pool's generation (on any node), then every device's
- * consumption resolved against them: an unknown set or counter makes the pool invalid. */
-static int pool_counters(struct dalloc *a, struct dalloc_pool *p)
+/* Resolves the counters the devices of the slices in v consume against the pool's counter sets
+ * and ties the devices to the pool: an unknown set or counter makes the pool invalid. */
+static void pool_devices(struct dalloc_pool *p, struct vec *v)
 {
-    size_t i, k;
-    json_t *set;
-    int r;
-
-    for (i = 0; i < a->slices.len; i++) {
-        const struct dalloc_slice *s = *VEC_AT(&a->slices, struct dalloc_slice *, i);
-        if (!same_pool(p, s))
-            continue;
-        json_array_foreach(s->shared_counters, k,
-                           set) if ((r = counters_add_set(p, set)) < 0) return r;
-    }
-    for (i = 0; i < a->slices.len; i++) {
-        struct dalloc_slice *s = *VEC_AT(&a->slices, struct dalloc_slice *, i);
-        if (!same_pool(p, s))
-            continue;
-        for (k = 0; k < s->n_devices; k++) {
+    for (size_t i = 0; i < v->len; i++) {
+        struct dalloc_slice *s = *VEC_AT(v, struct dalloc_slice *, i);
+        for (size_t k = 0; k < s->n_devices; k++) {
             struct dalloc_device *dev = &s->devices[k];
             dev->pool = p;
             for (size_t c = 0; c < dev->n_consume; c++) {
@@ -245,6 +240,24 @@ static int pool_counters(struct dalloc *a, struct dalloc_pool *p)
             }
         }
     }
+}
+
+/* The counter sets of the pool's counter slices (every node sees them), then what every device of
+ * the generation consumes: also the devices of slices for other nodes, which hold counters when
+ * allocated. */
+static int pool_counters(struct dalloc_pool *p)
+{
+    size_t k;
+    json_t *set;
+    int r;
+
+    for (size_t i = 0; i < p->slices.len; i++) {
+        const struct dalloc_slice *s = *VEC_AT(&p->slices, struct dalloc_slice *, i);
+        json_array_foreach(s->shared_counters, k,
+                           set) if ((r = counters_add_set(p, set)) < 0) return r;
+    }
+    pool_devices(p, &p->slices);
+    pool_devices(p, &p->others);
     return 0;
 }
 
@@ -304,54 +317,118 @@ void dalloc_counters_give(struct dalloc_device *dev)
     }
 }
 
+/* Two devices of the node's slices with one name make the pool invalid. */
+static bool duplicate_names(const struct dalloc_pool *p)
+{
+    for (size_t i = 0; i < p->slices.len; i++) {
+        const struct dalloc_slice *s = *VEC_AT(&p->slices, struct dalloc_slice *, i);
+        for (size_t x = 0; x < s->n_devices; x++)
+            for (size_t j = i; j < p->slices.len; j++) {
+                const struct dalloc_slice *t = *VEC_AT(&p->slices, struct dalloc_slice *, j);
+                for (size_t y = j == i ? x + 1 : 0; y < t->n_devices; y++)
+                    if (strcmp(s->devices[x].name, t->devices[y].name) == 0)
+                        return true;
+            }
+    }
+    return false;
+}
+
+/*
+ * A pool whose node slices fall short of its resourceSliceCount is looked at whole (upstream's
+ * checkSlicesInPool): a newer generation elsewhere makes it obsolete (1: drop it — the driver is
+ * replacing it and the new generation has nothing for this node); else all slices of its
+ * generation are counted again, and the ones for other nodes kept in p->others for their
+ * counters. 0 otherwise.
+ */
+static int pool_recount(struct dalloc *a, struct dalloc_pool *p)
+{
+    int64_t n = 0;
+    int r;
+
+    for (size_t i = 0; i < a->slices.len; i++) {
+        struct dalloc_slice *s = *VEC_AT(&a->slices, struct dalloc_slice *, i);
+        if (!in_pool(p, s) || s->generation < p->generation)
+            continue;
+        if (s->generation > p->generation)
+            return 1;
+        n++;
+    }
+    if (n != p->count) {
+        p->incomplete = true;
+        return 0;
+    }
+    for (size_t i = 0; i < a->slices.len; i++) {
+        struct dalloc_slice *s = *VEC_AT(&a->slices, struct dalloc_slice *, i);
+        bool mine = false;
+        if (!in_pool(p, s) || s->generation != p->generation)
+            continue;
+        for (size_t j = 0; j < p->slices.len && !mine; j++)
+            mine = *VEC_AT(&p->slices, struct dalloc_slice *, j) == s;
+        if (!mine && (r = vec_push(&p->others, &s)) < 0)
+            return r;
+    }
+    return 0;
+}
+
+/* Completeness and validity of a gathered pool: 1 when it is obsolete and must be dropped. An
+ * incomplete pool is not validated; an invalid one (duplicate device names among the node's
+ * slices, duplicate counter sets, unknown counters consumed) offers no devices. */
 static int pool_check(struct dalloc *a, struct dalloc_pool *p)
 {
     int r;
 
-    int64_t count = 0;
-    size_t have = 0;
-
-    p->generation = newest_generation(a, p->driver, p->name, &count, &have);
-    if ((int64_t)have != count)
-        p->incomplete = true;
-    for (size_t i = 0; i < p->slices.len; i++)
-        for (size_t j = i + 1; j < p->slices.len; j++) {
-            const struct dalloc_slice *s = *VEC_AT(&p->slices, struct dalloc_slice *, i);
-            const struct dalloc_slice *t = *VEC_AT(&p->slices, struct dalloc_slice *, j);
-            for (size_t x = 0; x < s->n_devices; x++)
-                for (size_t y = 0; y < t->n_devices; y++)
-                    if (strcmp(s->devices[x].name, t->devices[y].name) == 0)
-                        p->invalid = true;
-        }
-    if ((r = pool_counters(a, p)) < 0)
+    qsort(p->slices.items, p->slices.len, sizeof(struct dalloc_slice *), cmp_slice);
+    if ((int64_t)p->slices.len != p->count && (r = pool_recount(a, p)) != 0)
         return r;
-    if (p->invalid)
-        a->saw_invalid = true;
+    if (p->incomplete)
+        return 0;
+    p->invalid = duplicate_names(p);
+    if (!p->invalid && (r = pool_counters(p)) < 0)
+        return r;
+    for (size_t i = 0; i < p->slices.len; i++) {
+        const struct dalloc_slice *s = *VEC_AT(&p->slices, struct dalloc_slice *, i);
+        for (size_t k = 0; k < s->n_devices; k++)
+            p->binding = p->binding || s->devices[k].binding_conditions;
+    }
+    a->saw_invalid = a->saw_invalid || p->invalid;
     return 0;
 }
 
+/*
+ * kube-scheduler's GatherPools for this node: the slices the node sees (slice_relevant; with
+ * DRAPartitionableDevices off, slices with perDeviceNodeSelection or shared counters are skipped)
+ * grouped by (driver, pool), each pool at the newest generation among them — so a pool that moved
+ * to a new generation on other nodes still offers the complete old generation published for this
+ * one — then checked (pool_check), sorted, and the devices of the usable pools listed as the
+ * search's candidates.
+ */
 int dalloc_pools_gather(struct dalloc *a, struct diag *d)
 {
+    size_t kept = 0;
     int r;
 
     (void)d;
     for (size_t i = 0; i < a->slices.len; i++) {
         struct dalloc_slice *s = *VEC_AT(&a->slices, struct dalloc_slice *, i);
-        int64_t count;
-        size_t have;
-        if (!slice_visible(a, s) ||
-            s->generation != newest_generation(a, s->driver, s->pool, &count, &have))
+        if (s->has_counters && !a->gates.partitionable)
             continue;
-        if ((r = pool_add(a, s)) < 0)
+        if (slice_relevant(a, s) && (r = pool_add(a, s)) < 0)
             return r;
     }
+    for (size_t i = 0; i < a->pools.len; i++) {
+        struct dalloc_pool *p = *VEC_AT(&a->pools, struct dalloc_pool *, i);
+        if ((r = pool_check(a, p)) < 0)
+            return r;
+        if (r == 1)
+            pool_free(p);
+        else
+            *VEC_AT(&a->pools, struct dalloc_pool *, kept++) = p;
+    }
+    a->pools.len = kept;
     if (a->pools.len)
         qsort(a->pools.items, a->pools.len, sizeof(struct dalloc_pool *), cmp_pool);
     for (size_t i = 0; i < a->pools.len; i++) {
         struct dalloc_pool *p = *VEC_AT(&a->pools, struct dalloc_pool *, i);
-        qsort(p->slices.items, p->slices.len, sizeof(struct dalloc_slice *), cmp_slice);
-        if ((r = pool_check(a, p)) < 0)
-            return r;
         if (p->incomplete || p->invalid)
             continue;
         for (size_t j = 0; j < p->slices.len; j++) {
@@ -368,12 +445,8 @@ int dalloc_pools_gather(struct dalloc *a, struct diag *d)
 
 void dalloc_pools_release(struct dalloc *a)
 {
-    for (size_t i = 0; i < a->pools.len; i++) {
-        struct dalloc_pool *p = *VEC_AT(&a->pools, struct dalloc_pool *, i);
-        vec_release(&p->slices);
-        free(p->counters);
-        free(p);
-    }
+    for (size_t i = 0; i < a->pools.len; i++)
+        pool_free(*VEC_AT(&a->pools, struct dalloc_pool *, i));
     vec_release(&a->pools);
     vec_release(&a->candidates);
 }

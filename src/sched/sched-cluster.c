@@ -2,9 +2,9 @@
 /*
  * The cluster as the simulator keeps it: Nodes sorted by name, each with the ResourceSlices bound
  * to it and an allocator made on first use that holds only what the node sees (its slices, the
- * slices not bound to one node, classes, Namespaces, allocated claims). Which node alone sees a
- * pool decides where a commit goes: to that node's allocator, or — for a pool several nodes see —
- * to every allocator, changing every node.
+ * slices not bound to one node, the other nodes' slices of pools it shares with them, classes,
+ * Namespaces, allocated claims). Which node alone sees a pool decides where a commit goes: to that
+ * node's allocator, or — for a pool several nodes see — to every allocator, changing every node.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -105,6 +105,21 @@ static int slices_index(struct sched *s)
         if (sn && json_array_append(sn->slices, obj) < 0)
             return -ENOMEM;
     }
+    /* A pool whose node-bound slices are on several nodes is judged whole on each node (is it
+     * complete, has another node a newer generation, what do the other nodes' devices hold of its
+     * counters), so every node's allocator gets all of them; it offers only its own. */
+    json_array_clear(s->spread_slices);
+    json_array_foreach(s->slices, i, obj)
+    {
+        const char *owner;
+
+        if (pool_key(str_at(obj, "spec", "driver"),
+                     str_at(json_object_get(obj, "spec"), "pool", "name"), key, sizeof(key)) < 0)
+            continue;
+        owner = json_string_value(json_object_get(s->pool_owner, key));
+        if (owner && !*owner && json_array_append(s->spread_slices, obj) < 0)
+            return -ENOMEM;
+    }
     return 0;
 }
 
@@ -189,6 +204,12 @@ int sched_node_allocator(struct sched *s, struct snode *sn, struct diag *d)
     if ((r = dalloc_add(sn->a, sn->obj, d)) < 0)
         return r;
     json_array_foreach(sn->slices, i, v) if ((r = dalloc_add(sn->a, v, d)) < 0) return r;
+    json_array_foreach(s->spread_slices, i, v)
+    {
+        if (strcmp(str_at(v, "spec", "nodeName"), sn->name) != 0 &&
+            (r = dalloc_add(sn->a, v, d)) < 0)
+            return r;
+    }
     if ((r = dalloc_commit(sn->a, s->shared_claims, d)) < 0 ||
         (r = dalloc_commit(sn->a, sn->claims, d)) < 0)
         return r;

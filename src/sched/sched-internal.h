@@ -46,6 +46,7 @@ struct sched {
     size_t n_nodes;
     json_t *node_index;    /* name -> index into nodes */
     json_t *pool_owner;    /* "driver\npool" -> the one node whose slices hold it, or "" */
+    json_t *spread_slices; /* node-bound slices of pools several nodes see: every node gets them */
     json_t *shared_claims; /* allocated claims on pools several nodes see */
     uint64_t global_version;
     struct dalloc_cel *cel; /* shared by the nodes' allocators */

@@ -36,13 +36,14 @@ int sched_new(const struct dalloc_gates *gates, struct sched **ret)
     s->bound = json_object();
     s->node_index = json_object();
     s->pool_owner = json_object();
+    s->spread_slices = json_array();
     s->shared_claims = json_array();
     s->shapes = json_object();
     s->reasons = json_array();
     s->reason_ids = json_object();
     if (!s->common || !s->slices || !s->claims || !s->templates || !s->pods || !s->node_objs ||
-        !s->bound || !s->node_index || !s->pool_owner || !s->shared_claims || !s->shapes ||
-        !s->reasons || !s->reason_ids) {
+        !s->bound || !s->node_index || !s->pool_owner || !s->spread_slices || !s->shared_claims ||
+        !s->shapes || !s->reasons || !s->reason_ids) {
         sched_free(s);
         return -ENOMEM;
     }
@@ -65,6 +66,7 @@ struct sched *sched_free(struct sched *s)
     json_decref(s->bound);
     json_decref(s->node_index);
     json_decref(s->pool_owner);
+    json_decref(s->spread_slices);
     json_decref(s->shared_claims);
     json_decref(s->shapes);
     json_decref(s->last_shape);

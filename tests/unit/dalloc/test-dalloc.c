@@ -320,6 +320,15 @@ static const struct tcase CASES[] = {
      CLASS_A SLICE("s1", "p1", "1", "1", "nodeName: n1", "[{name: d1}]")
          SLICE("s2", "p1", "2", "1", "nodeName: n1", "[{name: d2}]") CLAIM("c1", ONE, ""),
      NULL, 0, 0, "c1:r=d2", NULL},
+    {"newer generation on another node does not hide this node's",
+     CLASS_A SLICE("s1", "p1", "1", "1", "nodeName: n1", "[{name: d1}]")
+         SLICE("s2", "p1", "2", "1", "nodeName: n2", "[{name: d2}]") CLAIM("c1", ONE, ""),
+     NULL, 0, 0, "c1:r=d1", NULL},
+    {"newer generation elsewhere makes this node's short pool obsolete",
+     CLASS_A SLICE("s1", "p1", "1", "2", "nodeName: n1", "[{name: d1}]")
+         SLICE("s2", "p1", "2", "1", "nodeName: n2", "[{name: d2}]")
+             CLAIM("c1", "[{name: r, exactly: {deviceClassName: a, allocationMode: All}}]", ""),
+     NULL, 0, 1, NULL, "0 devices match"},
     {"newest generation incomplete",
      CLASS_A SLICE("s1", "p1", "1", "1", "nodeName: n1", "[{name: d1}]")
          SLICE("s2", "p1", "2", "2", "nodeName: n1", "[{name: d2}]") CLAIM("c1", ONE, ""),
