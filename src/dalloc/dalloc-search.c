@@ -306,8 +306,9 @@ static void explain(struct dalloc *a, struct dalloc_claim *c, size_t ri, struct 
         snprintf(need, sizeof(need), "%lld device%s", (long long)e->count,
                  e->count == 1 ? "" : "s");
     diag_fail(d, -ENOENT,
-              "cannot allocate all claims: claim %s/%s, request %s%s%s: needs %s on node %s; %zu "
-              "device%s match%s the selectors, %zu of them not allocated to other claims%s",
+              DALLOC_REASON_NO_FIT
+              ": claim %s/%s, request %s%s%s: needs %s on node %s; %zu device%s match%s the "
+              "selectors, %zu of them not allocated to other claims%s",
               c->ns, c->name, c->requests[ri].name, c->requests[ri].first_available ? "/" : "",
               c->requests[ri].first_available ? e->name : "", need, a->node, match,
               match == 1 ? "" : "s", match == 1 ? "es" : "", free_,
@@ -336,7 +337,7 @@ int dalloc_search(struct dalloc *a, struct diag *d)
     if (r == 0 && a->failed_any) {
         struct dalloc_claim *c = *VEC_AT(&pending, struct dalloc_claim *, a->fail_claim);
         if (a->saw_invalid)
-            r = diag_fail(d, -EINVAL, "invalid resource pools were encountered");
+            diag_fail(d, -ENOENT, "%s", DALLOC_REASON_INVALID_POOLS);
         else
             explain(a, c, a->fail_request, d);
     }

@@ -81,10 +81,19 @@ void dalloc_set_budget(struct dalloc *a, uint64_t steps);
 _wur_ int dalloc_add(struct dalloc *a, json_t *obj, struct diag *d);
 
 /*
+ * Why there is no solution on the node, as kube-scheduler words it: the message of a run that
+ * returns 1 starts with one of these. DALLOC_REASON_NO_FIT is followed by ": " and which
+ * claim/request the search got furthest with; DALLOC_REASON_INVALID_POOLS stands alone (upstream's
+ * ErrFailedAllocationOnNode: no solution without the pools the node sees that are invalid).
+ */
+#define DALLOC_REASON_NO_FIT "cannot allocate all claims"
+#define DALLOC_REASON_INVALID_POOLS "invalid resource pools were encountered"
+
+/*
  * Allocates the pending claims (those without status.allocation) in input order; call it once,
  * after every object was added. Returns 0 and *ret a JSON array of those claims with
- * status.allocation filled (new reference); 1 when there is no solution (d says which
- * claim/request failed and why, ret untouched); -EINVAL, -EPERM (admin access outside an admin
+ * status.allocation filled (new reference); 1 when there is no solution on this node (d says why,
+ * starting with a DALLOC_REASON_*; ret untouched); -EINVAL, -EPERM (admin access outside an admin
  * namespace), -ENOENT (unknown class), -EDOM (CEL compile or runtime error), -E2BIG (step budget),
  * -ENOTSUP (a consumable capacity beyond 10^28 units), -ENOMEM, with d, for errors.
  */

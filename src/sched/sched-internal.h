@@ -100,6 +100,9 @@ _wur_ int sched_reason_id(struct sched *s, char *msg, const char *node, json_t *
 /* The id of a fixed reason text. */
 _wur_ int sched_reason_fixed(struct sched *s, const char *text, size_t *ret);
 
+/* A node where a claim of the pod was allocated earlier in the run is the only one it may use. */
+#define SCHED_REASON_PINNED "a claim of the pod is allocated for another node"
+
 /* One (reason id, node count) pair per distinct reason of a pod. */
 struct tally {
     size_t id, n;
@@ -107,3 +110,9 @@ struct tally {
 _wur_ int sched_tally_add(struct tally **t, size_t *n, size_t id);
 /* {reason: node count}, with the names of the pod's claims (new reference, NULL on ENOMEM). */
 json_t *sched_tally_json(struct sched *s, const struct tally *t, size_t n, json_t *mine);
+/* kube-scheduler's message for a pod no node of n_nodes fits, from the reasons in t: "0/8 nodes
+ * are available: 1 invalid resource pools were encountered, 7 cannot allocate all claims." —
+ * each reason in the scheduler's words (the allocator's detail dropped), counted, sorted as
+ * strings. A new reference, NULL on ENOMEM. */
+json_t *sched_tally_message(struct sched *s, const struct tally *t, size_t n, json_t *mine,
+                            size_t n_nodes);

@@ -11,6 +11,7 @@
 
 #include "base-doc.h"
 #include "sched-internal.h"
+#include "sched-nodes.h"
 
 /* Removes " on node NODE" from msg so that reasons count across nodes. */
 static void strip_node(char *msg, const char *node)
@@ -125,6 +126,83 @@ json_t *sched_tally_json(struct sched *s, const struct tally *t, size_t n, json_
             out = (json_decref(out), NULL);
     }
     return out;
+}
+
+/* A node's reason in kube-scheduler's words: the DynamicResources plugin says only "cannot
+ * allocate all claims" where the allocator says which claim and request failed, and "resourceclaim
+ * not available on the node" for a node other than the one a claim was allocated for. */
+static const char *scheduler_words(const char *text)
+{
+    size_t n = strlen(DALLOC_REASON_NO_FIT);
+
+    if (strncmp(text, DALLOC_REASON_NO_FIT, n) == 0 && (text[n] == '\0' || text[n] == ':'))
+        return DALLOC_REASON_NO_FIT;
+    if (strcmp(text, SCHED_REASON_PINNED) == 0)
+        return SCHED_REASON_CLAIM_NODE;
+    return text;
+}
+
+static int cmp_str(const void *x, const void *y)
+{
+    return strcmp(*(char *const *)x, *(char *const *)y);
+}
+
+/* "0/N nodes are available: " and the "COUNT REASON" entries of counts, sorted, ", "-joined. */
+static json_t *fit_error(json_t *counts, size_t n_nodes)
+{
+    _cleanup_strbuf_ struct strbuf sb = STRBUF_INIT;
+    _cleanup_free_ char **items = calloc(json_object_size(counts) + 1, sizeof(*items));
+    const char *k;
+    json_t *v, *out = NULL;
+    size_t n = 0, i;
+
+    if (!items)
+        return NULL;
+    json_object_foreach(counts, k, v)
+    {
+        _cleanup_strbuf_ struct strbuf one = STRBUF_INIT;
+        if (strbuf_addf(&one, "%lld %s", (long long)json_integer_value(v), k) < 0)
+            goto out;
+        items[n] = strbuf_detach(&one, NULL);
+        if (!items[n++])
+            goto out;
+    }
+    qsort(items, n, sizeof(*items), cmp_str);
+    if (strbuf_addf(&sb, "0/%zu nodes are available:", n_nodes) < 0)
+        goto out;
+    for (i = 0; i < n; i++)
+        if (strbuf_addf(&sb, "%s%s", i ? ", " : " ", items[i]) < 0)
+            goto out;
+    if (strbuf_addch(&sb, '.') < 0)
+        goto out;
+    out = json_string(strbuf_str(&sb));
+out:
+    for (i = 0; i < n; i++)
+        free(items[i]);
+    return out;
+}
+
+json_t *sched_tally_message(struct sched *s, const struct tally *t, size_t n, json_t *mine,
+                            size_t n_nodes)
+{
+    _cleanup_json_ json_t *counts = json_object();
+
+    if (n_nodes == 0)
+        return json_string("no nodes available to schedule pods");
+    for (size_t i = 0; counts && i < n; i++) {
+        _cleanup_strbuf_ struct strbuf sb = STRBUF_INIT;
+        const char *words;
+        json_t *c;
+
+        if (tokens_to_names(json_string_value(json_array_get(s->reasons, t[i].id)), mine, &sb) < 0)
+            return NULL;
+        words = scheduler_words(strbuf_str(&sb));
+        c = json_object_get(counts, words);
+        if (json_object_set_new(counts, words,
+                                json_integer(json_integer_value(c) + (json_int_t)t[i].n)) < 0)
+            return NULL;
+    }
+    return counts ? fit_error(counts, n_nodes) : NULL;
 }
 
 int sched_reason_fixed(struct sched *s, const char *text, size_t *ret)

@@ -420,8 +420,6 @@ static json_t *allocated_copies(json_t *mine, json_t *alloc)
     return out;
 }
 
-static const char PINNED[] = "a claim of the pod is allocated for another node";
-
 /* Whether node sn is outside where the pod's claims allocated elsewhere let it go; *reason. */
 static bool claim_elsewhere(const struct spod *p, const struct snode *sn, const char **reason)
 {
@@ -429,7 +427,7 @@ static bool claim_elsewhere(const struct spod *p, const struct snode *sn, const 
     size_t i;
 
     if (p->pin && strcmp(p->pin, sn->name) != 0) {
-        *reason = PINNED;
+        *reason = SCHED_REASON_PINNED;
         return true;
     }
     json_array_foreach(p->selectors, i, sel)
@@ -496,8 +494,9 @@ static int sched_pod(struct sched *s, json_t *pod, struct diag *d, struct sched_
     if (key_of(pod, key, sizeof(key)) < 0)
         return -EINVAL;
     if (!best) {
-        *out = json_pack("{s:s, s:n, s:i, s:[], s:o}", "pod", key, "node", "score", 0, "devices",
-                         "reasons", sched_tally_json(s, t, nt, mine));
+        *out = json_pack("{s:s, s:n, s:i, s:[], s:o, s:o}", "pod", key, "node", "score", 0,
+                         "devices", "reasons", sched_tally_json(s, t, nt, mine), "message",
+                         sched_tally_message(s, t, nt, mine, s->n_nodes));
         return *out ? 0 : -ENOMEM;
     }
     t0 = now_s();

@@ -77,7 +77,7 @@ CASES = {
     "duplicate device across slices": (
         docs(CLASS_A, slice_("s1", ["{name: d1}"], count=2), slice_("s2", ["{name: d1}"], count=2),
              claim("c1", ONE)),
-        2, None, "invalid resource pools were encountered"),
+        1, None, "no solution: invalid resource pools were encountered"),
     "claim limit": (
         docs(CLASS_A, slice_("s1", ["{name: d1}"]),
              claim("c1", "[{name: r, exactly: {deviceClassName: a, count: 500}}]")),

@@ -136,7 +136,7 @@ static const struct tcase CASES[] = {
          "s1", "p1", "1", "1", "nodeName: n1",
          "[{name: d1, consumesCounters: [{counterSet: nope, counters: {m: {value: 1}}}]}]")
          CLAIM("c1", ONE, ""),
-     "DRAPartitionableDevices=true", 0, -EINVAL, NULL, "invalid resource pools were encountered"},
+     "DRAPartitionableDevices=true", 0, 1, NULL, "invalid resource pools were encountered"},
     {"per-device node selection",
      CLASS_A SLICE("s1", "p1", "1", "1", "perDeviceNodeSelection: true",
                    "[{name: d1, nodeName: n2}, {name: d2, allNodes: true}]") CLAIM("c1", ONE, ""),
@@ -340,7 +340,7 @@ static const struct tcase CASES[] = {
     {"invalid pool",
      CLASS_A SLICE("s1", "p1", "1", "2", "nodeName: n1", "[{name: d1}]")
          SLICE("s2", "p1", "1", "2", "nodeName: n1", "[{name: d1}]") CLAIM("c1", ONE, ""),
-     NULL, 0, -EINVAL, NULL, "invalid resource pools were encountered"},
+     NULL, 0, 1, NULL, "invalid resource pools were encountered"},
     {"node selector matchExpressions",
      "kind: Node\nmetadata: {name: n1, labels: {zone: z1}}\n---\n" CLASS_A SLICE(
          "s1", "p1", "1", "1",
