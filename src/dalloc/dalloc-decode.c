@@ -523,8 +523,8 @@ static int decode_device(const struct ctx *c, const struct dalloc_gates *g, size
         dev->unallocatable = dev->unallocatable || has(jd, "bindingConditions");
     else if ((r = decode_binding(c, field, jd, dev)) < 0)
         return r;
-    dev->multi =
-        g->consumable_capacity && json_is_true(json_object_get(jd, "allowMultipleAllocations"));
+    dev->multi_field = json_is_true(json_object_get(jd, "allowMultipleAllocations"));
+    dev->multi = g->consumable_capacity && dev->multi_field;
     if ((r = device_node(c, field, jd, dev)) < 0 || (r = decode_device_maps(c, field, jd, dev)) < 0)
         return r;
     return g->consumable_capacity ? decode_policies(c, field, jd, dev) : 0;

@@ -83,6 +83,7 @@ struct dalloc_device {
      * false: beyond DALLOC_AMOUNT_MAX) and what the shares (allocated and being allocated)
      * consume */
     bool multi;
+    bool multi_field; /* allowMultipleAllocations as written, whatever the gates */
     struct dalloc_policy *policy;
     dalloc_amount *capamt;
     bool *capamt_ok;

@@ -84,6 +84,20 @@ void dalloc_select_release(struct dalloc *a)
     cel_region_release(&a->region);
 }
 
+/*
+ * What `device.allowMultipleAllocations` reads. kube-scheduler hands the device's field to CEL in
+ * the allocator variants that support DRAConsumableCapacity or DeviceBindingAndStatus; the
+ * variant it picks with neither on (its "stable" one) leaves it unset, so selectors read false —
+ * also for a slice written with the field while the API server would have dropped it.
+ */
+static bool cel_multi(const struct dalloc *a, const struct dalloc_device *dev)
+{
+    const struct dalloc_gates *g = &a->gates;
+
+    return dev->multi_field &&
+           (g->consumable_capacity || (g->binding_conditions && g->device_status));
+}
+
 static int device_value(struct dalloc *a, struct dalloc_device *dev, struct diag *d)
 {
     struct cel_dra_device cd = {
@@ -93,6 +107,7 @@ static int device_value(struct dalloc *a, struct dalloc_device *dev, struct diag
         .n_attrs = dev->n_attrs,
         .caps = dev->caps,
         .n_caps = dev->n_caps,
+        .allow_multiple_allocations = cel_multi(a, dev),
     };
     struct diag vd;
     int r;

@@ -32,6 +32,14 @@
     "kind: ResourceClaim\nmetadata: {name: " name ", namespace: default}\n"                        \
     "spec: {devices: {requests: " reqs extra "}}\n---\n"
 #define ONE "[{name: r, exactly: {deviceClassName: a}}]"
+#define MULTI_SLICE                                                                                \
+    SLICE("s1", "p1", "1", "1", "nodeName: n1",                                                    \
+          "[{name: plain}, {name: shared, allowMultipleAllocations: true}]")
+#define MULTI_CLAIM(expr)                                                                          \
+    CLAIM("c1",                                                                                    \
+          "[{name: r, exactly: {deviceClassName: a, selectors: [{cel: {expression: '" expr         \
+          "'}}]}}]",                                                                               \
+          "")
 #define LABEL_WHY                                                                                  \
     "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and "   \
     "must start and end with an alphanumeric character"
@@ -437,6 +445,18 @@ static const struct tcase CASES[] = {
          "'device.nope'}}]}}]",
          ""),
      NULL, 0, -EDOM, NULL, "claim default/c1: selector #0: CEL compile error"},
+    {"allowMultipleAllocations read by selectors",
+     CLASS_A MULTI_SLICE MULTI_CLAIM("device.allowMultipleAllocations"),
+     "DRAConsumableCapacity=true", 0, 0, "c1:r=shared", NULL},
+    {"allowMultipleAllocations false when unset",
+     CLASS_A MULTI_SLICE MULTI_CLAIM("!device.allowMultipleAllocations"),
+     "DRAConsumableCapacity=true", 0, 0, "c1:r=plain", NULL},
+    {"allowMultipleAllocations with DeviceBindingAndStatus: the device's field",
+     CLASS_A MULTI_SLICE MULTI_CLAIM("device.allowMultipleAllocations"),
+     "DRADeviceBindingConditions=true", 0, 0, "c1:r=shared", NULL},
+    {"allowMultipleAllocations in the stable variant: false",
+     CLASS_A MULTI_SLICE MULTI_CLAIM("device.allowMultipleAllocations"), NULL, 0, 1, NULL,
+     "0 devices match the selectors"},
 };
 
 /* "claim:request=device" for each result, '!' after admin results, space-separated. */
