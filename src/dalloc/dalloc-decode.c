@@ -11,8 +11,9 @@
  * Kubernetes drops them, when off). Fields of features gpuplane does not allocate yet: with their
  * gate on they are refused with -ENOTSUP (consumable capacities over 10^28); with it off Kubernetes
  * drops them (taints, tolerations, allowMultipleAllocations are ignored), never selects the device
- * (bindingConditions, consumesCounters: shared counters are decoded with DRAPartitionableDevices
- * on) or refuses the request (capacity requests, distinctAttribute).
+ * (bindingConditions unless DRAResourceClaimDeviceStatus is on too, consumesCounters: shared
+ * counters are decoded with DRAPartitionableDevices on) or refuses the request (capacity requests,
+ * distinctAttribute).
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -519,10 +520,13 @@ static int decode_device(const struct ctx *c, const struct dalloc_gates *g, size
     else if (has(jd, "consumesCounters") &&
              (r = decode_consumes(c, field, json_object_get(jd, "consumesCounters"), dev)) < 0)
         return r;
-    if (!g->binding_conditions)
-        dev->unallocatable = dev->unallocatable || has(jd, "bindingConditions");
-    else if ((r = decode_binding(c, field, jd, dev)) < 0)
+    if (g->binding_conditions && (r = decode_binding(c, field, jd, dev)) < 0)
         return r;
+    /* kube-scheduler's DeviceBindingAndStatus needs both gates: with either off such a device is
+     * never selected */
+    if (!(g->binding_conditions && g->device_status) &&
+        json_array_size(json_object_get(jd, "bindingConditions")) > 0)
+        dev->unallocatable = true;
     dev->multi_field = json_is_true(json_object_get(jd, "allowMultipleAllocations"));
     dev->multi = g->consumable_capacity && dev->multi_field;
     if ((r = device_node(c, field, jd, dev)) < 0 || (r = decode_device_maps(c, field, jd, dev)) < 0)

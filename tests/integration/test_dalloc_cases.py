@@ -31,6 +31,8 @@ SCHEMA_FILE = pathlib.Path(__file__).resolve().parent / "schemas" / "resource.k8
 
 # Kubernetes 1.36 defaults of the gates that change allocation (reference section 1). Every run
 # passes all of them, so the outcome never depends on the binary's own defaults.
+# DRAResourceClaimDeviceStatus counts because kube-scheduler allocates devices with binding
+# conditions only when it is on together with DRADeviceBindingConditions.
 GATES_136 = {
     "DRAAdminAccess": True,
     "DRAPrioritizedList": True,
@@ -38,6 +40,7 @@ GATES_136 = {
     "DRAPartitionableDevices": True,
     "DRAConsumableCapacity": True,
     "DRADeviceBindingConditions": True,
+    "DRAResourceClaimDeviceStatus": True,
 }
 UNSUPPORTED = "not supported by gpuplane yet"
 UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")

@@ -166,6 +166,17 @@ static const struct tcase CASES[] = {
                    "[{name: d1, bindingConditions: [x], bindingFailureConditions: [y]}]")
          CLAIM("c1", ONE, ""),
      NULL, 0, 1, NULL, "cannot allocate all claims"},
+    {"binding conditions with both gates",
+     CLASS_A SLICE("s1", "p1", "1", "1", "nodeName: n1",
+                   "[{name: d1, bindingConditions: [ok], bindingFailureConditions: [bad]}]")
+         CLAIM("c1", ONE, ""),
+     "DRADeviceBindingConditions=true", 0, 0, "c1:r=d1", NULL},
+    {"binding conditions without DRAResourceClaimDeviceStatus",
+     CLASS_A SLICE("s1", "p1", "1", "1", "nodeName: n1",
+                   "[{name: d1, bindingConditions: [ok], bindingFailureConditions: [bad]}]")
+         CLAIM("c1", ONE, ""),
+     "DRADeviceBindingConditions=true,DRAResourceClaimDeviceStatus=false", 0, 1, NULL,
+     "0 devices match"},
     {"consumable capacity: two shares of one device",
      CLASS_A SLICE("s1", "p1", "1", "1", "nodeName: n1",
                    "[{name: d1, allowMultipleAllocations: true, capacity: {bw: {value: 4, "
