@@ -997,6 +997,7 @@ void dalloc_claim_free(struct dalloc_claim *c)
             free(c->requests[i].subs[k].sel_cache);
             free(c->requests[i].subs[k].capreq_names);
             free(c->requests[i].subs[k].capreq_vals);
+            free(c->requests[i].subs[k].all);
         }
         free(c->requests[i].subs);
     }
@@ -1005,6 +1006,7 @@ void dalloc_claim_free(struct dalloc_claim *c)
         free(c->constraints[i].requests);
     free(c->constraints);
     free(c->chosen_sub);
+    free(c->rest_min);
     for (size_t i = 0; i < c->n_picks; i++)
         free(c->picks[i].consumed);
     free(c);
@@ -1022,8 +1024,9 @@ static int claim_devices(const struct ctx *c, const struct dalloc_gates *g, json
         return r;
     cl->requests = calloc(json_array_size(reqs) + 1, sizeof(*cl->requests));
     cl->chosen_sub = calloc(json_array_size(reqs) + 1, sizeof(*cl->chosen_sub));
+    cl->rest_min = calloc(json_array_size(reqs) + 1, sizeof(*cl->rest_min));
     cl->constraints = calloc(json_array_size(cons) + 1, sizeof(*cl->constraints));
-    if (!cl->requests || !cl->chosen_sub || !cl->constraints)
+    if (!cl->requests || !cl->chosen_sub || !cl->rest_min || !cl->constraints)
         return -ENOMEM;
     for (size_t i = 0; i < json_array_size(reqs); i++) {
         cl->n_requests = i + 1;

@@ -154,6 +154,8 @@ struct dalloc_exact {
     dalloc_amount *capreq_vals; /* beyond DALLOC_AMOUNT_MAX: DALLOC_AMOUNT_MAX + 1 */
     size_t n_capreq;
     uint8_t *sel_cache; /* per candidate: 0 unknown, 1 no, 2 yes */
+    size_t *all;        /* mode All: the candidates it takes, found before the search */
+    size_t n_all;
 };
 
 struct dalloc_request {
@@ -190,6 +192,9 @@ struct dalloc_claim {
     struct dalloc_pick picks[DALLOC_MAX_DEVICES_PER_CLAIM];
     size_t n_picks;
     size_t *chosen_sub; /* per request: the sub-request used */
+    /* per request i: the fewest devices requests i.. can take (rest_min[n_requests] is 0); a
+     * sub-request whose count does not fit next to them is never tried */
+    int64_t *rest_min;
 };
 
 struct dalloc {
@@ -275,7 +280,13 @@ const struct cel_dra_attr *dalloc_device_attr(const struct dalloc_device *dev, c
 /* Whether every NoSchedule/NoExecute taint of dev is tolerated by e (DRADeviceTaints). */
 bool dalloc_tolerated(const struct dalloc_device *dev, const struct dalloc_exact *e);
 
-/* dalloc-search.c: 0 found, 1 no solution, <0 error. */
+/* dalloc-search.c. The candidates an `All` request (request ri of c, or its sub-request e) takes,
+ * into e->all, found before any search as upstream does: every selectable device of the usable
+ * pools with room for the request's capacity; -EINVAL with d when a pool the node sees is
+ * incomplete or invalid, -EDOM for a CEL error. */
+_wur_ int dalloc_all_devices(struct dalloc *a, const struct dalloc_claim *c, size_t ri,
+                             struct dalloc_exact *e, struct diag *d);
+/* 0 found, 1 no solution, <0 error. */
 _wur_ int dalloc_search(struct dalloc *a, struct diag *d);
 /* Drops the picks of a->claims[first..] (a search's outcome), giving back what they hold. */
 void dalloc_search_undo(struct dalloc *a, size_t first);

@@ -3,9 +3,13 @@
  * The depth-first search (reference §4.3, 1.36 semantics): claims in input order, requests in spec
  * order, firstAvailable sub-requests in order, and for ExactCount the candidates in pool order
  * trying combinations, not permutations (the next device of a request is looked for after the
- * previous one). A branch stops early when fewer candidates remain than devices are needed; every
- * candidate tried costs one step of the budget, and an exhausted budget ends the run with an
- * error. `All` requests take every selectable device of the usable pools and fail as a whole.
+ * previous one). Branches that cannot succeed whatever devices they get are cut before a device is
+ * tried: a sub-request whose count, with the claim's picks so far and the fewest devices its later
+ * requests need, exceeds the claim's 32 results (upstream reaches the same answers by reporting
+ * the limit upward, so a choice of devices is not revised when only the counts were wrong), and a
+ * branch with fewer candidates left than devices needed. Every candidate tried costs one step of
+ * the budget, and an exhausted budget ends the run with an error. `All` requests take the devices
+ * found before the search (every selectable device of the usable pools) and fail as a whole.
  * Constraints are checked against the claim's picks so far (a per-device multiset for
  * distinctAttribute, not Kubernetes' per-request-name quirk), so undo is just dropping the pick.
  *
@@ -199,20 +203,44 @@ static int place(struct search *s, size_t ci, size_t ri, size_t si, int64_t need
     return 0;
 }
 
-static int all_pools_usable(struct search *s, const struct dalloc_claim *c, size_t ri)
+int dalloc_all_devices(struct dalloc *a, const struct dalloc_claim *c, size_t ri,
+                       struct dalloc_exact *e, struct diag *d)
 {
-    for (size_t i = 0; i < s->a->pools.len; i++) {
-        const struct dalloc_pool *p = *VEC_AT(&s->a->pools, struct dalloc_pool *, i);
+    dalloc_amount amounts[CEL_DRA_MAX_ATTRIBUTES + 1];
+    int r;
+
+    for (size_t i = 0; i < a->pools.len; i++) {
+        const struct dalloc_pool *p = *VEC_AT(&a->pools, struct dalloc_pool *, i);
         if (p->incomplete || p->invalid)
-            return diag_fail(s->d, -EINVAL,
+            return diag_fail(d, -EINVAL,
                              "claim %s/%s, request %s: asks for all devices, but resource pool "
                              "%s/%s is currently %s",
                              c->ns, c->name, c->requests[ri].name, p->driver, p->name,
                              p->incomplete ? "being updated" : "invalid");
     }
+    free(e->all);
+    e->n_all = 0;
+    e->all = calloc(a->candidates.len + 1, sizeof(*e->all));
+    if (!e->all)
+        return -ENOMEM;
+    for (size_t pos = 0; pos < a->candidates.len; pos++) {
+        const struct dalloc_device *dev = *VEC_AT(&a->candidates, struct dalloc_device *, pos);
+        if ((r = dalloc_selectable(a, c, e, pos, d)) < 0)
+            return r;
+        if (r == 0)
+            continue;
+        if (a->gates.consumable_capacity && (r = dalloc_capacity_fits(dev, e, amounts, d)) <= 0) {
+            if (r < 0)
+                return r;
+            continue;
+        }
+        e->all[e->n_all++] = pos;
+    }
     return 0;
 }
 
+/* Takes every device dalloc_all_devices found for (ri, si), with "must" semantics: any device
+ * that cannot be added fails the request (a constraint that rejects one is an error). */
 static int place_all(struct search *s, size_t ci, size_t ri, size_t si)
 {
     struct dalloc *a = s->a;
@@ -220,19 +248,16 @@ static int place_all(struct search *s, size_t ci, size_t ri, size_t si)
     struct dalloc_exact *e = &c->requests[ri].subs[si];
     size_t before = c->n_picks;
     dalloc_amount amounts[CEL_DRA_MAX_ATTRIBUTES + 1];
-    int r;
+    int r = 0;
 
-    if ((r = all_pools_usable(s, c, ri)) < 0)
-        return r;
-    for (size_t pos = 0; pos < a->candidates.len; pos++) {
+    if (e->n_all == 0)
+        return 0; /* at least one device is needed */
+    for (size_t k = 0; k < e->n_all; k++) {
+        size_t pos = e->all[k];
         struct dalloc_device *dev = *VEC_AT(&a->candidates, struct dalloc_device *, pos);
-        if ((r = dalloc_selectable(a, c, e, pos, s->d)) < 0)
-            return r;
-        if (r == 0)
-            continue;
         if ((r = usable(s, c, ri, si, e, pos, amounts)) <= 0 ||
             c->n_picks >= DALLOC_MAX_DEVICES_PER_CLAIM)
-            goto undo; /* "must" semantics: any device that cannot be added fails the request */
+            goto undo;
         if (!constraints_ok(c, ri, si, dev)) {
             r = diag_fail(s->d, -EINVAL,
                           "claim %s/%s, request %s: cannot add device %s/%s/%s because a claim "
@@ -245,9 +270,8 @@ static int place_all(struct search *s, size_t ci, size_t ri, size_t si)
                       a->gates.consumable_capacity ? amounts : NULL)) <= 0)
             goto undo;
     }
-    if (c->n_picks > before && (r = next_request(s, ci, ri + 1)) != 0)
+    if ((r = next_request(s, ci, ri + 1)) != 0)
         return r;
-    r = 0;
 undo:
     while (c->n_picks > before)
         unpick(c, e->admin);
@@ -275,6 +299,11 @@ static int next_request(struct search *s, size_t ci, size_t ri)
         return next_request(s, ci + 1, 0);
     for (size_t si = 0; si < c->requests[ri].n_subs; si++) {
         struct dalloc_exact *e = &c->requests[ri].subs[si];
+        int64_t need = e->mode == DALLOC_ALL ? (int64_t)e->n_all : e->count;
+        /* The 32 results of a claim bound every branch: a sub-request whose devices cannot fit
+         * next to the fewest the later requests need is skipped before any device is tried. */
+        if ((int64_t)c->n_picks + need + c->rest_min[ri + 1] > DALLOC_MAX_DEVICES_PER_CLAIM)
+            continue;
         c->chosen_sub[ri] = si;
         r = e->mode == DALLOC_ALL ? place_all(s, ci, ri, si) : place(s, ci, ri, si, e->count, 0);
         if (r != 0)

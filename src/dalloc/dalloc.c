@@ -128,6 +128,11 @@ void dalloc_set_budget(struct dalloc *a, uint64_t steps)
     a->budget = steps ? steps : DALLOC_DEFAULT_BUDGET;
 }
 
+uint64_t dalloc_steps(const struct dalloc *a)
+{
+    return a->steps;
+}
+
 static int add_node(struct dalloc *a, json_t *obj)
 {
     const char *name = json_string_value(json_object_get(json_object_get(obj, "metadata"), "name"));
@@ -252,14 +257,19 @@ static bool admin_namespace(const struct dalloc *a, const char *ns)
     return v && strcmp(v, "true") == 0;
 }
 
+/* Resolves the classes of c's requests and checks them as upstream does before searching: admin
+ * access allowed, the devices of each `All` (sub-)request found (dalloc_all_devices), and the
+ * fewest devices the claim can take within the limit of 32 results; fills c->rest_min. */
 static int resolve_classes(struct dalloc *a, struct dalloc_claim *c, struct diag *d)
 {
     int64_t min_total = 0;
+    int r;
 
     for (size_t i = 0; i < c->n_requests; i++) {
         int64_t min = INT64_MAX;
         for (size_t k = 0; k < c->requests[i].n_subs; k++) {
             struct dalloc_exact *e = &c->requests[i].subs[k];
+            int64_t need;
             e->cls = class_find(a, e->class_name);
             if (!e->cls)
                 return diag_fail(d, -ENOENT,
@@ -277,8 +287,12 @@ static int resolve_classes(struct dalloc *a, struct dalloc_claim *c, struct diag
                                  "label resource.kubernetes.io/admin-access: \"true\" on namespace "
                                  "%s",
                                  c->ns, c->name, c->requests[i].name, c->ns);
-            min = e->mode == DALLOC_ALL ? (min < 1 ? min : 1) : (e->count < min ? e->count : min);
+            if (e->mode == DALLOC_ALL && (r = dalloc_all_devices(a, c, i, e, d)) < 0)
+                return r;
+            need = e->mode == DALLOC_ALL ? (int64_t)e->n_all : e->count;
+            min = need < min ? need : min;
         }
+        c->rest_min[i] = min;
         min_total += min;
         if (min_total > DALLOC_MAX_DEVICES_PER_CLAIM)
             return diag_fail(d, -EINVAL,
@@ -286,6 +300,9 @@ static int resolve_classes(struct dalloc *a, struct dalloc_claim *c, struct diag
                              "limit of %d",
                              c->ns, c->name, (long long)min_total, DALLOC_MAX_DEVICES_PER_CLAIM);
     }
+    c->rest_min[c->n_requests] = 0;
+    for (size_t i = c->n_requests; i-- > 0;)
+        c->rest_min[i] += c->rest_min[i + 1];
     return 0;
 }
 
@@ -371,7 +388,7 @@ int dalloc_run(struct dalloc *a, struct diag *d, json_t **ret)
 {
     int r;
 
-    if ((r = resolve_pending(a, 0, d)) < 0 || (r = prepare(a, d)) < 0)
+    if ((r = prepare(a, d)) < 0 || (r = resolve_pending(a, 0, d)) < 0)
         return r;
     r = dalloc_search(a, d);
     if (r != 0)
@@ -414,7 +431,7 @@ int dalloc_try(struct dalloc *a, json_t *claims, struct diag *d, json_t **ret)
             r = diag_fail(d, -EINVAL, "claim %s/%s is allocated already",
                           (*VEC_AT(&a->claims, struct dalloc_claim *, i))->ns,
                           (*VEC_AT(&a->claims, struct dalloc_claim *, i))->name);
-    if (r >= 0 && (r = resolve_pending(a, first, d)) >= 0 && (r = prepare(a, d)) >= 0) {
+    if (r >= 0 && (r = prepare(a, d)) >= 0 && (r = resolve_pending(a, first, d)) >= 0) {
         r = dalloc_search(a, d);
         if (r == 0)
             r = dalloc_result(a, d, ret);

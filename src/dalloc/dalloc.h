@@ -67,6 +67,8 @@ void dalloc_set_cel(struct dalloc *a, struct dalloc_cel *c);
 
 /* The step budget (0: DALLOC_DEFAULT_BUDGET). */
 void dalloc_set_budget(struct dalloc *a, uint64_t steps);
+/* The steps (candidate devices tried) of the last dalloc_run or dalloc_try. */
+uint64_t dalloc_steps(const struct dalloc *a);
 
 /*
  * Adds one object: a ResourceSlice, DeviceClass, ResourceClaim, Node (its labels feed node

@@ -5,7 +5,8 @@
  * `kind: List` too), treats claims that carry status.allocation as the cluster's allocated state
  * and allocates the others together, in input order, for the node, as Kubernetes' scheduler would
  * for one pod. Exit 0 prints those claims with status.allocation as a `kind: List`; 1 no solution
- * (stderr says which claim and request); 2 an error.
+ * on the node (stderr says which claim and request, or that invalid resource pools were
+ * encountered: a failure of this node alone, as kube-scheduler treats it); 2 an error.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -19,7 +20,7 @@
 #include "dalloccmd.h"
 
 static const char USAGE[] =
-    "Usage: gpuplane allocate --node NODE [--feature-gates K=V,...] [-o yaml|json]\n"
+    "Usage: gpuplane allocate --node NODE [--feature-gates K=V,...] [-o yaml|json] [--stats]\n"
     "                         -f FILE [-f FILE ...]\n"
     "\n"
     "Allocate devices to DRA ResourceClaims (resource.k8s.io/v1) as Kubernetes' scheduler\n"
@@ -30,10 +31,12 @@ static const char USAGE[] =
     "\n"
     "Options:\n"
     "      --node NODE             the node to allocate for (required)\n"
-    "  -o, --output FORMAT         yaml (default) or json\n" DALLOCCMD_OPTIONS_HELP CLI_COMMON_HELP
-    "\n"
-    "Exit status: 0 allocated, 1 no solution (stderr says which claim and request),\n"
-    "2 error (invalid input, unknown class, CEL compile or runtime error, bad usage).\n"
+    "  -o, --output FORMAT         yaml (default) or json\n"
+    "      --stats                 print the search steps taken on stderr\n" DALLOCCMD_OPTIONS_HELP
+        CLI_COMMON_HELP "\n"
+    "Exit status: 0 allocated, 1 no solution on NODE (stderr says which claim and request, or\n"
+    "that invalid resource pools were encountered), 2 error (invalid input, unknown class, CEL\n"
+    "compile or runtime error, bad usage).\n"
     "\n"
     "Examples:\n"
     "  gpuplane allocate --node node-1 -f slices.yaml -f classes.yaml -f claim.yaml\n"
@@ -42,11 +45,13 @@ static const char USAGE[] =
 
 enum {
     OPT_NODE = 0x2000,
+    OPT_STATS,
 };
 
 struct opts {
     const char *node;
     bool json;
+    bool stats;
     struct dalloccmd_input in;
 };
 
@@ -55,6 +60,7 @@ static int parse(int argc, char **argv, struct cli_common *cc, struct opts *o)
     static const struct option LONG[] = {
         {"node", required_argument, NULL, OPT_NODE},
         {"output", required_argument, NULL, 'o'},
+        {"stats", no_argument, NULL, OPT_STATS},
         DALLOCCMD_OPTIONS,
         CLI_COMMON_OPTIONS,
         {NULL, 0, NULL, 0},
@@ -70,6 +76,9 @@ static int parse(int argc, char **argv, struct cli_common *cc, struct opts *o)
         switch (c) {
         case OPT_NODE:
             o->node = optarg;
+            break;
+        case OPT_STATS:
+            o->stats = true;
             break;
         case 'o':
             if (strcmp(optarg, "json") != 0 && strcmp(optarg, "yaml") != 0)
@@ -120,6 +129,8 @@ static int run(struct opts *o)
         return CLI_EXIT_USAGE;
     diag_init(&d);
     r = dalloc_run(a, &d, &out);
+    if (o->stats)
+        fprintf(stderr, "stats: %llu search steps\n", (unsigned long long)dalloc_steps(a));
     if (r < 0) {
         fprintf(stderr, "gpuplane allocate: %s\n", d.msg[0] ? d.msg : strerror(-r));
         return CLI_EXIT_USAGE;

@@ -3,9 +3,10 @@
  * Tests of the DRA allocator (src/dalloc) through its public API, table-driven from small YAML
  * inputs: decode errors naming the object and field, pools and generations, node selectors against
  * a Node's labels, ExactCount and All, firstAvailable, matchAttribute/distinctAttribute, admin
- * access and its gate, the step budget. Each case states the exit (0 allocated, 1 no solution,
- * negative errno) and either the devices chosen ("claim:request=device ...") or a piece of the
- * message.
+ * access and its gate, the step budget and how few steps a pruned search takes, what selectors read
+ * of allowMultipleAllocations under each allocator variant, binding-condition gates, pools
+ * gathered per node. Each case states the exit (0 allocated, 1 no solution, negative errno) and
+ * either the devices chosen ("claim:request=device ...") or a piece of the message.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -53,6 +54,11 @@ struct tcase {
     const char *picks; /* for 0: "c1:r=d1 c1:r=d2" in allocation order */
     const char *msg;   /* for errors and 1: a substring of the message */
 };
+
+/* Eight devices d<p>0..d<p>7, for the flow list of a slice. */
+#define D8(p)                                                                                      \
+    "{name: d" p "0}, {name: d" p "1}, {name: d" p "2}, {name: d" p "3}, {name: d" p "4}, "        \
+    "{name: d" p "5}, {name: d" p "6}, {name: d" p "7}"
 
 static const struct tcase CASES[] = {
     {"one device",
@@ -447,6 +453,19 @@ static const struct tcase CASES[] = {
          CLAIM("c1", "[{name: r, exactly: {deviceClassName: a, count: 2}}]",
                ", constraints: [{matchAttribute: a/n}]"),
      NULL, 5, -E2BIG, NULL, "search budget of 5 steps exhausted"},
+    {"All is counted before the search: 40 devices exceed the claim limit",
+     CLASS_A SLICE("s1", "p1", "1", "1", "nodeName: n1",
+                   "[" D8("0") ", " D8("1") ", " D8("2") ", " D8("3") ", " D8("4") "]")
+         CLAIM("c1", "[{name: r, exactly: {deviceClassName: a, allocationMode: All}}]", ""),
+     NULL, 0, -EINVAL, NULL, "number of requested devices 40 exceeds the claim limit of 32"},
+    {"All is checked before the search, also in a sub-request never reached",
+     CLASS_A SLICE("s1", "p1", "1", "1", "nodeName: n1",
+                   "[{name: d1}]") SLICE("s2", "p2", "1", "2", "nodeName: n1", "[{name: d2}]")
+         CLAIM("c1",
+               "[{name: r, firstAvailable: [{name: one, deviceClassName: a}, {name: all, "
+               "deviceClassName: a, allocationMode: All}]}]",
+               ""),
+     NULL, 0, -EINVAL, NULL, "resource pool a/p2 is currently being updated"},
     {"unknown class", CLASS_A CLAIM("c1", "[{name: r, exactly: {deviceClassName: zz}}]", ""), NULL,
      0, -ENOENT, NULL, "could not retrieve device class zz"},
     {"CEL compile error",
@@ -495,7 +514,7 @@ static void picks(json_t *list, struct strbuf *sb)
     }
 }
 
-static int run_case(const struct tcase *t, struct diag *d, json_t **out)
+static int run_case(const struct tcase *t, struct diag *d, json_t **out, uint64_t *ret_steps)
 {
     _cleanup_(doc_freep) struct doc *doc = NULL;
     _cleanup_(dalloc_freep) struct dalloc *a = NULL;
@@ -514,7 +533,9 @@ static int run_case(const struct tcase *t, struct diag *d, json_t **out)
         if ((r = dalloc_add(a, doc_root(doc, i), d)) < 0)
             return r;
     }
-    return dalloc_run(a, d, out);
+    r = dalloc_run(a, d, out);
+    *ret_steps = dalloc_steps(a);
+    return r;
 }
 
 static void test_cases(void **state)
@@ -525,10 +546,11 @@ static void test_cases(void **state)
         _cleanup_strbuf_ struct strbuf sb = STRBUF_INIT;
         _cleanup_json_ json_t *out = NULL;
         struct diag d;
+        uint64_t steps;
         int r;
 
         diag_init(&d);
-        r = run_case(t, &d, &out);
+        r = run_case(t, &d, &out, &steps);
         if (r != t->want || (t->msg && !strstr(d.msg, t->msg)))
             fail_msg("case \"%s\": got %d (%s), want %d (%s)", t->name, r, d.msg, t->want,
                      t->msg ? t->msg : "");
@@ -539,6 +561,44 @@ static void test_cases(void **state)
                          t->picks);
         }
     }
+}
+
+/* The claim limit prunes: no 32-device sub-request fits next to the other request's 16, so both
+ * are skipped before a device is tried: 16 picks, then the 16 devices in use skipped and 16 picks.
+ * Searching the 32-device combinations instead would exhaust any budget. */
+static void test_limit_prunes(void **state)
+{
+    static const struct tcase t = {
+        "32-result limit skips sub-requests",
+        CLASS_A SLICE("s1", "p1", "1", "1", "nodeName: n1",
+                      "[" D8("0") ", " D8("1") ", " D8("2") ", " D8("3") ", " D8("4") ", " D8(
+                          "5") ", " D8("6") ", " D8("7") "]")
+            CLAIM("c1",
+                  "[{name: r0, firstAvailable: [{name: big, deviceClassName: a, count: 32}, "
+                  "{name: half, deviceClassName: a, count: 16}]}, {name: r1, firstAvailable: "
+                  "[{name: big, deviceClassName: a, count: 32}, {name: half, deviceClassName: a, "
+                  "count: 16}]}]",
+                  ""),
+        NULL,
+        1000,
+        0,
+        NULL,
+        NULL,
+    };
+    _cleanup_json_ json_t *out = NULL;
+    _cleanup_strbuf_ struct strbuf sb = STRBUF_INIT;
+    struct diag d;
+    uint64_t steps;
+
+    (void)state;
+    diag_init(&d);
+    assert_int_equal(run_case(&t, &d, &out, &steps), 0);
+    assert_true(steps <= 48);
+    picks(out, &sb);
+    assert_non_null(strstr(strbuf_str(&sb), "c1:r0/half=d00 "));
+    assert_non_null(strstr(strbuf_str(&sb), "c1:r0/half=d17 c1:r1/half=d20 "));
+    assert_non_null(strstr(strbuf_str(&sb), "c1:r1/half=d37"));
+    assert_null(strstr(strbuf_str(&sb), "big"));
 }
 
 static void test_gates(void **state)
@@ -561,6 +621,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cases),
+        cmocka_unit_test(test_limit_prunes),
         cmocka_unit_test(test_gates),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
