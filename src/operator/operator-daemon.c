@@ -126,7 +126,7 @@ struct daemon {
     struct op_metrics metrics;
     struct op_inflight inflight; /* contexts of requests in flight, freed at the end */
 
-    struct ev_signal *sig_term, *sig_int;
+    struct ev_signal *sig_term, *sig_int, *sig_hup;
     struct ev_timer *trim_timer;
     struct ev_timer *release_timer;
     bool stopping;
@@ -1202,6 +1202,11 @@ static void on_release_timeout(struct ev_timer *t, uint64_t expirations, void *u
     ev_loop_stop(dm->loop, CLI_EXIT_OK);
 }
 
+static void on_hup(struct ev_signal *sig, const struct signalfd_siginfo *si, void *userdata)
+{
+    log_info("SIGHUP: nothing to reload (the ClusterPolicy is watched)");
+}
+
 static void on_stop_signal(struct ev_signal *sig, const struct signalfd_siginfo *si, void *userdata)
 {
     struct daemon *dm = userdata;
@@ -1303,6 +1308,8 @@ static int start(struct daemon *dm, struct diag *d)
         r = ev_signal_add(dm->loop, SIGTERM, on_stop_signal, dm, &dm->sig_term);
     if (r >= 0)
         r = ev_signal_add(dm->loop, SIGINT, on_stop_signal, dm, &dm->sig_int);
+    if (r >= 0) /* nothing to reload (no config file), but no death by SIGHUP either */
+        r = ev_signal_add(dm->loop, SIGHUP, on_hup, dm, &dm->sig_hup);
     if (r >= 0)
         r = ev_timer_add(dm->loop, 0, 0, on_queue_timer, dm, &dm->queue_timer);
     if (r >= 0)

@@ -103,8 +103,9 @@ def test_fresh_install_reaches_ready_in_order_then_idles(cluster, operators):
     assert op.metric("gpuplane_operator_state_ready", 'state="state-dra-driver"') == -1
     assert op.metric("gpuplane_operator_leader") == 1
 
-    # idle: no write at all over the window
+    # idle: no write at all over the window (a SIGHUP changes nothing)
     since = time.time()
+    op.proc.send_signal(signal.SIGHUP)
     time.sleep(IDLE_WINDOW)
     assert fk.writes(since=since) == []
     assert op.alive()
