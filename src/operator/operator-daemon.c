@@ -47,6 +47,7 @@
 #define STATES_MAX OP_METRICS_STATES_MAX
 #define LABEL_WINDOW 8       /* node patches in flight at once */
 #define RELEASE_WAIT_MS 3000 /* how long SIGTERM waits for the lease release */
+#define SYNC_LATE_MS 15000   /* not synced after this long (and every this long): say why */
 
 enum state_result {
     ST_UNKNOWN = -2,
@@ -128,6 +129,7 @@ struct daemon {
 
     struct ev_signal *sig_term, *sig_int, *sig_hup;
     struct ev_timer *trim_timer;
+    struct ev_timer *sync_timer;
     struct ev_timer *release_timer;
     bool stopping;
 };
@@ -999,12 +1001,28 @@ static void trim_soon(struct daemon *dm)
     (void)!ev_timer_set(dm->trim_timer, 200, 0);
 }
 
+/* Still not synced a while after start: say which list is missing (a watch that cannot list
+ * retries quietly, with back-off). */
+static void on_sync_late(struct ev_timer *t, uint64_t expirations, void *userdata)
+{
+    struct daemon *dm = userdata;
+    if (dm->synced)
+        return;
+    log_warn("still listing; not ready", "clusterpolicies", dm->synced_cp ? "listed" : "not yet",
+             "nodes", dm->synced_nodes ? "listed" : "not yet", "daemonsets",
+             dm->synced_ds ? "listed" : "not yet", "hint",
+             !dm->synced_cp ? "is the ClusterPolicy CRD (clusterpolicies.nvidia.com) installed, "
+                              "and may the operator list it?"
+                            : "may the operator list nodes and the namespace's daemonsets?");
+}
+
 static void check_synced(struct daemon *dm)
 {
     if (dm->synced || !dm->synced_cp || !dm->synced_nodes || !dm->synced_ds)
         return;
     dm->synced = true;
     dm->metrics.synced = true;
+    (void)!ev_timer_disarm(dm->sync_timer);
     trim_soon(dm); /* the lists of a large cluster were read: give their memory back */
     log_info("caches synced", "clusterpolicies", LOG_INT(json_object_size(dm->cps)), "nodes",
              LOG_INT(json_object_size(dm->nodes)));
@@ -1316,6 +1334,8 @@ static int start(struct daemon *dm, struct diag *d)
         r = ev_timer_disarm(dm->queue_timer);
     if (r >= 0)
         r = ev_timer_add(dm->loop, 0, 0, on_trim, dm, &dm->trim_timer);
+    if (r >= 0)
+        r = ev_timer_add(dm->loop, SYNC_LATE_MS, SYNC_LATE_MS, on_sync_late, dm, &dm->sync_timer);
     if (r >= 0)
         r = ev_timer_disarm(dm->trim_timer);
     if (r < 0)
