@@ -10,7 +10,7 @@
 # server and the DRA kubelet emulator (slices published, a claim allocated by `gpuplane allocate`,
 # prepared with its CDI spec, unprepared), the GPU operator reconciling a ClusterPolicy on the test API
 # server (`gpuplane operator`: states in order, node labels, status) and a DRA scheduling simulation
-# (`gpuplane schedule`). No GPU, no kubelet and no cluster are needed; it takes about 15 seconds. The
+# (`gpuplane schedule`). No GPU, no kubelet and no cluster are needed; it takes about 10 seconds. The
 # daemons' own logs go to files.
 set -euo pipefail
 bin=${1:-build/gpuplane}
