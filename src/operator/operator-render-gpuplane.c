@@ -51,6 +51,18 @@ static int host_network(json_t *pod, const struct op_component_spec *s)
     return r;
 }
 
+/* Every gpuplane operand's end: its pull secrets and the validator's (its init container's
+ * image), then r_ds_finish() with the runtime class. */
+static int ds_finish(struct rctx *c, struct r_ds *ds, const struct op_component_spec *s, int r,
+                     json_t *objects)
+{
+    if (r >= 0)
+        r = r_pull_secrets(ds->pod, s->pull_secrets);
+    if (r >= 0)
+        r = r_pull_secrets(ds->pod, c->p->comp[OP_VALIDATOR].pull_secrets);
+    return r_ds_finish(c, ds, r, true, objects);
+}
+
 /* MIG_STRATEGY as the ClusterPolicy says; without one the daemon decides, but watches every
  * device (NVIDIA's applyMIGConfiguration). */
 static int mig_env(struct rctx *c, json_t *ctr)
@@ -310,14 +322,10 @@ int op_state_validation(struct rctx *c, json_t *objects)
     json_decref(tk);
     json_decref(plugin);
     json_decref(main_ctr);
-    if (r < 0) {
-        r_ds_release(&ds);
-        return r;
-    }
     /* No runtime class: the checks read the host (privileged) and need no GPU injected, and the
      * validator must start before the toolkit has installed the runtime's nvidia handler, since
      * the toolkit waits for the driver-ready this pod writes. */
-    return r_ds_finish(c, &ds, false, objects);
+    return r_ds_finish(c, &ds, r, false, objects);
 }
 
 int op_state_device_plugin(struct rctx *c, json_t *objects)
@@ -426,16 +434,8 @@ int op_state_device_plugin(struct rctx *c, json_t *objects)
         r = r_hostpath_volume(ds.pod, vols[i].name, vols[i].path, vols[i].type);
     if (r >= 0)
         r = host_network(ds.pod, s);
-    if (r >= 0)
-        r = r_pull_secrets(ds.pod, s->pull_secrets);
-    if (r >= 0)
-        r = r_pull_secrets(ds.pod, p->comp[OP_VALIDATOR].pull_secrets);
     json_decref(ctr);
-    if (r < 0) {
-        r_ds_release(&ds);
-        return r;
-    }
-    return r_ds_finish(c, &ds, true, objects);
+    return ds_finish(c, &ds, s, r, objects);
 }
 
 int op_state_dra_driver(struct rctx *c, json_t *objects)
@@ -461,17 +461,11 @@ int op_state_dra_driver(struct rctx *c, json_t *objects)
                    r_rule("resource.k8s.io", (const char *const[]){"resourceclaims", NULL}, GLW));
     if (r >= 0)
         r = r_push(rules, r_rule("", (const char *const[]){"nodes", NULL}, GET));
-    if (r < 0) {
-        json_decref(rules);
-        return r;
-    }
-    r = r_push(objects, r_service_account(c, DRA_DS, NULL));
     if (r >= 0)
-        r = r_push(objects, r_role(c, "ClusterRole", DRA_DS, rules));
-    else
-        json_decref(rules);
+        r = r_push(objects, r_service_account(c, DRA_DS, NULL));
     if (r >= 0)
-        r = r_push(objects, r_binding(c, "ClusterRoleBinding", DRA_DS, DRA_DS, DRA_DS));
+        r = r_rbac(c, "ClusterRole", DRA_DS, DRA_DS, NULL, TAKE_PTR(rules), objects);
+    json_decref(rules);
     if (r < 0)
         return r;
 
@@ -542,16 +536,8 @@ int op_state_dra_driver(struct rctx *c, json_t *objects)
                               "DirectoryOrCreate");
     if (r >= 0)
         r = host_network(ds.pod, s);
-    if (r >= 0)
-        r = r_pull_secrets(ds.pod, s->pull_secrets);
-    if (r >= 0)
-        r = r_pull_secrets(ds.pod, p->comp[OP_VALIDATOR].pull_secrets);
     json_decref(ctr);
-    if (r < 0) {
-        r_ds_release(&ds);
-        return r;
-    }
-    return r_ds_finish(c, &ds, true, objects);
+    return ds_finish(c, &ds, s, r, objects);
 }
 
 static bool exporter_reads_pods(const struct op_policy *p)
@@ -623,24 +609,8 @@ int op_state_dcgm_exporter(struct rctx *c, json_t *objects)
     r = r_push(objects, r_service_account(c, EXPORTER, json_pack("{s:s}", "app", EXPORTER)));
     /* Pod labels and UIDs, and DRA slices, come from the API server: only then may it read. */
     if (r >= 0 && (exporter_reads_pods(p) || exporter_reads_slices(p) || c->identity_only)) {
-        json_t *rules = exporter_read_rules(c);
-        json_t *role = r_role(c, "ClusterRole", EXPORTER_READ_PODS, rules);
-        json_t *binding =
-            r_binding(c, "ClusterRoleBinding", EXPORTER_READ_PODS, EXPORTER_READ_PODS, EXPORTER);
-        if (role)
-            r = r_set(json_object_get(role, "metadata"), "labels",
-                      json_pack("{s:s}", "app", EXPORTER));
-        if (binding && r >= 0)
-            r = r_set(json_object_get(binding, "metadata"), "labels",
-                      json_pack("{s:s}", "app", EXPORTER));
-        if (r >= 0)
-            r = r_push(objects, role);
-        else
-            json_decref(role);
-        if (r >= 0)
-            r = r_push(objects, binding);
-        else
-            json_decref(binding);
+        r = r_rbac(c, "ClusterRole", EXPORTER_READ_PODS, EXPORTER,
+                   json_pack("{s:s}", "app", EXPORTER), exporter_read_rules(c), objects);
     }
     if (r >= 0)
         r = r_push(objects, exporter_service(c));
@@ -725,16 +695,8 @@ int op_state_dcgm_exporter(struct rctx *c, json_t *objects)
         r = r_hostpath_volume(ds.pod, "pod-gpu-resources", pod_resources, NULL);
     if (r >= 0)
         r = r_validations_volume(ds.pod);
-    if (r >= 0)
-        r = r_pull_secrets(ds.pod, s->pull_secrets);
-    if (r >= 0)
-        r = r_pull_secrets(ds.pod, p->comp[OP_VALIDATOR].pull_secrets);
     json_decref(ctr);
-    if (r < 0) {
-        r_ds_release(&ds);
-        return r;
-    }
-    return r_ds_finish(c, &ds, true, objects);
+    return ds_finish(c, &ds, s, r, objects);
 }
 
 /* GFD publishes a NodeFeature object unless its env turns the API off (then it writes NFD's
@@ -781,11 +743,8 @@ int op_state_gfd(struct rctx *c, json_t *objects)
         if (r >= 0)
             r = r_push(rules, r_rule("", (const char *const[]){"pods", NULL}, GET));
         if (r >= 0)
-            r = r_push(objects, r_role(c, "Role", GFD_SA, rules));
-        else
-            json_decref(rules);
-        if (r >= 0)
-            r = r_push(objects, r_binding(c, "RoleBinding", GFD_SA, GFD_SA, GFD_SA));
+            r = r_rbac(c, "Role", GFD_SA, GFD_SA, NULL, TAKE_PTR(rules), objects);
+        json_decref(rules);
     }
     if (r < 0)
         return r;
@@ -843,14 +802,6 @@ int op_state_gfd(struct rctx *c, json_t *objects)
         r = r_validations_volume(ds.pod);
     if (r >= 0)
         r = host_network(ds.pod, s);
-    if (r >= 0)
-        r = r_pull_secrets(ds.pod, s->pull_secrets);
-    if (r >= 0)
-        r = r_pull_secrets(ds.pod, p->comp[OP_VALIDATOR].pull_secrets);
     json_decref(ctr);
-    if (r < 0) {
-        r_ds_release(&ds);
-        return r;
-    }
-    return r_ds_finish(c, &ds, true, objects);
+    return ds_finish(c, &ds, s, r, objects);
 }

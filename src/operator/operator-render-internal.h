@@ -61,6 +61,11 @@ json_t *r_role(const struct rctx *c, const char *kind, const char *name, json_t 
 /* A RoleBinding or ClusterRoleBinding of ServiceAccount sa in the operator namespace to role. */
 json_t *r_binding(const struct rctx *c, const char *kind, const char *name, const char *role,
                   const char *sa);
+/* A Role (role_kind "Role") or ClusterRole named name with rules (steals), then its RoleBinding or
+ * ClusterRoleBinding of the same name to ServiceAccount sa, both appended to objects; labels
+ * (steals, may be NULL) on both. */
+int r_rbac(const struct rctx *c, const char *role_kind, const char *name, const char *sa,
+           json_t *labels, json_t *rules, json_t *objects);
 /* One policy rule: group ("" for core), resources and verbs as NULL-terminated lists. */
 json_t *r_rule(const char *group, const char *const *resources, const char *const *verbs);
 
@@ -108,10 +113,11 @@ struct r_ds {
 };
 int r_ds_new(struct rctx *c, const char *name, json_t *selector, const char *deploy, const char *sa,
              struct r_ds *ret);
-/* spec.daemonsets applied (strategy, priority class, tolerations, pod security context, labels,
- * annotations) and the runtime class when runtime_class; then appends the DaemonSet to objects
- * unless there are no GPU nodes. Consumes ds->ds either way. */
-int r_ds_finish(struct rctx *c, struct r_ds *ds, bool runtime_class, json_t *objects);
+/* r is the state's result so far: when < 0, releases ds and returns r. Else spec.daemonsets
+ * applied (strategy, priority class, tolerations, pod security context, labels, annotations) and
+ * the runtime class when runtime_class; then appends the DaemonSet to objects unless there are no
+ * GPU nodes. Consumes ds->ds either way. */
+int r_ds_finish(struct rctx *c, struct r_ds *ds, int r, bool runtime_class, json_t *objects);
 void r_ds_release(struct r_ds *ds);
 
 /* An init container (the validator image) that waits for the named status files, NULL-ended. */

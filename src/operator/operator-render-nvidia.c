@@ -96,17 +96,24 @@ static int driver_rbac(struct rctx *c, json_t *objects)
                                  get_list));
     if (r >= 0)
         r = r_push(rules, r_rule("apps", (const char *const[]){"daemonsets", NULL}, get));
-    if (r < 0) {
-        json_decref(rules);
-        return r;
+    if (r >= 0)
+        r = r_push(objects, r_service_account(c, DRIVER_SA, NULL));
+    if (r >= 0)
+        r = r_rbac(c, "ClusterRole", DRIVER_SA, DRIVER_SA, NULL, TAKE_PTR(rules), objects);
+    json_decref(rules);
+    return r;
+}
+
+/* GPUDirect RDMA as driver.rdma says, for the driver manager and the driver container alike. */
+static int rdma_env(const struct op_policy *p, json_t *ctr)
+{
+    int r = 0;
+
+    if (p->driver_rdma_enabled) {
+        r = r_env(ctr, "GPU_DIRECT_RDMA_ENABLED", "true");
+        if (r >= 0 && p->driver_rdma_use_host_mofed)
+            r = r_env(ctr, "USE_HOST_MOFED", "true");
     }
-    r = r_push(objects, r_service_account(c, DRIVER_SA, NULL));
-    if (r >= 0)
-        r = r_push(objects, r_role(c, "ClusterRole", DRIVER_SA, rules));
-    else
-        json_decref(rules);
-    if (r >= 0)
-        r = r_push(objects, r_binding(c, "ClusterRoleBinding", DRIVER_SA, DRIVER_SA, DRIVER_SA));
     return r;
 }
 
@@ -154,11 +161,8 @@ static int driver_manager(struct rctx *c, json_t *pod, bool *ret_added)
         r = r_env(ctr, "DRAIN_DELETE_EMPTYDIR_DATA", "false");
     if (r >= 0)
         r = r_env_field(ctr, "OPERATOR_NAMESPACE", "metadata.namespace");
-    if (r >= 0 && p->driver_rdma_enabled) {
-        r = r_env(ctr, "GPU_DIRECT_RDMA_ENABLED", "true");
-        if (r >= 0 && p->driver_rdma_use_host_mofed)
-            r = r_env(ctr, "USE_HOST_MOFED", "true");
-    }
+    if (r >= 0)
+        r = rdma_env(p, ctr);
     if (r >= 0)
         r = r_env_list(ctr, p->driver_manager.env);
     if (r >= 0 && p->comp[OP_DRIVER].resources)
@@ -206,11 +210,8 @@ static json_t *driver_container(struct rctx *c, const char *image)
     /* Older driver images only know the boolean. */
     if (r >= 0 && strcmp(p->driver_kernel_module_type, "open") == 0)
         r = r_env(ctr, "OPEN_KERNEL_MODULES_ENABLED", "true");
-    if (r >= 0 && p->driver_rdma_enabled) {
-        r = r_env(ctr, "GPU_DIRECT_RDMA_ENABLED", "true");
-        if (r >= 0 && p->driver_rdma_use_host_mofed)
-            r = r_env(ctr, "USE_HOST_MOFED", "true");
-    }
+    if (r >= 0)
+        r = rdma_env(p, ctr);
     if (r >= 0)
         r = r_apply_component(ctr, s);
     if (r >= 0)
@@ -388,11 +389,7 @@ int op_state_driver(struct rctx *c, json_t *objects)
         r = r_configmap_volume(ds.pod, "driver-startup-probe-script", DRIVER_PROBE_CM, 0755, NULL);
     if (r >= 0)
         r = r_host_root_env(c, ds.pod);
-    if (r < 0) {
-        r_ds_release(&ds);
-        return r;
-    }
-    return r_ds_finish(c, &ds, false, objects);
+    return r_ds_finish(c, &ds, r, false, objects);
 }
 
 /* The runtime the toolkit configures: RUNTIME in toolkit.env (containerd, docker, crio), else
@@ -657,9 +654,5 @@ int op_state_toolkit(struct rctx *c, json_t *objects)
         r = toolkit_runtime_mounts(c, ds.pod, ctr, runtime);
     if (r >= 0)
         r = r_host_root_env(c, ds.pod);
-    if (r < 0) {
-        r_ds_release(&ds);
-        return r;
-    }
-    return r_ds_finish(c, &ds, false, objects);
+    return r_ds_finish(c, &ds, r, false, objects);
 }

@@ -75,6 +75,30 @@ json_t *r_binding(const struct rctx *c, const char *kind, const char *name, cons
     return obj;
 }
 
+int r_rbac(const struct rctx *c, const char *role_kind, const char *name, const char *sa,
+           json_t *labels, json_t *rules, json_t *objects)
+{
+    bool cluster = strcmp(role_kind, "ClusterRole") == 0;
+    json_t *role = r_role(c, role_kind, name, rules);
+    json_t *binding = r_binding(c, cluster ? "ClusterRoleBinding" : "RoleBinding", name, name, sa);
+    int r = 0;
+
+    if (labels && role)
+        r = r_set(json_object_get(role, "metadata"), "labels", json_deep_copy(labels));
+    if (labels && binding && r >= 0)
+        r = r_set(json_object_get(binding, "metadata"), "labels", json_deep_copy(labels));
+    json_decref(labels);
+    if (r >= 0)
+        r = r_push(objects, role);
+    else
+        json_decref(role);
+    if (r >= 0)
+        r = r_push(objects, binding);
+    else
+        json_decref(binding);
+    return r;
+}
+
 static json_t *string_list(const char *const *items)
 {
     json_t *a = json_array();
@@ -380,14 +404,21 @@ static int merge_strings(json_t *meta, const char *key, const json_t *add, bool 
     return 0;
 }
 
-int r_ds_finish(struct rctx *c, struct r_ds *ds, bool runtime_class, json_t *objects)
+int r_ds_finish(struct rctx *c, struct r_ds *ds, int r, bool runtime_class, json_t *objects)
 {
     const struct op_daemonsets_spec *s = &c->p->daemonsets;
-    json_t *spec = json_object_get(ds->ds, "spec");
-    json_t *meta = json_object_get(ds->ds, "metadata");
-    const char *name = json_string_value(json_object_get(meta, "name"));
-    bool driver = strncmp(name, "nvidia-driver-daemonset", 23) == 0;
-    int r = 0;
+    json_t *spec, *meta;
+    const char *name;
+    bool driver;
+
+    if (r < 0) {
+        r_ds_release(ds);
+        return r;
+    }
+    spec = json_object_get(ds->ds, "spec");
+    meta = json_object_get(ds->ds, "metadata");
+    name = json_string_value(json_object_get(meta, "name"));
+    driver = strncmp(name, "nvidia-driver-daemonset", 23) == 0;
 
     /* NVIDIA: OnDelete for every DaemonSet when asked; otherwise the driver stays OnDelete (its
      * upgrades are the driver manager's) and the others roll with maxUnavailable when set. */
