@@ -88,6 +88,46 @@ static int split_resources(struct exporter_kube *k)
     return 0;
 }
 
+/* ---- the watches of the caches ---- */
+
+int exporter_watch_path(const char *collection, const char *selector, const char *node_name,
+                        char *buf, size_t n)
+{
+    bool node = node_name && *node_name;
+    struct strbuf sb = STRBUF_INIT;
+    int r = strbuf_addstr(&sb, collection);
+
+    if (r >= 0 && (selector || node))
+        r = strbuf_addstr(&sb, "?fieldSelector=");
+    if (r >= 0 && selector)
+        r = exporter_add_query_value(&sb, selector);
+    if (r >= 0 && node) {
+        r = exporter_add_query_value(&sb, selector ? ",spec.nodeName=" : "spec.nodeName=");
+        if (r >= 0)
+            r = exporter_add_query_value(&sb, node_name);
+    }
+    if (r >= 0 && sb.len >= n)
+        r = -ENAMETOOLONG;
+    if (r >= 0)
+        memcpy(buf, strbuf_str(&sb), sb.len + 1);
+    strbuf_release(&sb);
+    return r;
+}
+
+int exporter_watch_start(struct kube_client *kube, const char *collection, const char *selector,
+                         const char *node_name, const char *what, kube_event_fn fn, void *userdata,
+                         struct kube_watch **ret, struct diag *d)
+{
+    char path[1024];
+    int r = exporter_watch_path(collection, selector, node_name, path, sizeof(path));
+    if (r < 0)
+        return diag_fail(d, -EINVAL, "NODE_NAME too long");
+    r = kube_watch_new(kube, path, fn, userdata, ret);
+    if (r < 0)
+        return diag_fail(d, r, "cannot watch the %s: %s", what, strerror(-r));
+    return 0;
+}
+
 /* ---- the pods' objects ---- */
 
 /* Compiles the allowlist as dcgm-exporter does: a bad pattern is skipped with a warning, and when

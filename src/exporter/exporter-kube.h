@@ -19,6 +19,24 @@
 #include "kube.h"
 #include "rpc.h"
 
+/*
+ * What the pod and ResourceSlice caches share (exporter-podmeta.c, exporter-slices.c): the API path
+ * of collection (a path without query) on one node: a fieldSelector of selector (NULL: none) and
+ * spec.nodeName=<node_name> (when node_name is neither NULL nor ""), comma-joined and
+ * percent-encoded; no query when both are missing. -ENAMETOOLONG when buf is too small.
+ */
+_wur_ int exporter_watch_path(const char *collection, const char *selector, const char *node_name,
+                              char *buf, size_t n);
+/*
+ * Starts a watch of exporter_watch_path(collection, selector, node_name) through kube (borrowed),
+ * reporting to fn with userdata, into *ret. -EINVAL with d for a node name too long, else
+ * kube_watch_new()'s error with d ("cannot watch the <what>").
+ */
+_wur_ int exporter_watch_start(struct kube_client *kube, const char *collection,
+                               const char *selector, const char *node_name, const char *what,
+                               kube_event_fn fn, void *userdata, struct kube_watch **ret,
+                               struct diag *d);
+
 struct exporter_kube {
     const struct exporter_options *o;
     struct ev_loop *loop;

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "cel-lib-ext.h"
+#include "exporter-kube.h"
 #include "exporter-podmeta.h"
 
 #define BUCKETS_MIN 64u
@@ -422,21 +423,11 @@ size_t exporter_podmeta_count(const struct exporter_podmeta *pm)
 
 /* ---- the watch ---- */
 
+#define PODS "/api/v1/pods"
+
 int exporter_podmeta_path(const char *node_name, char *buf, size_t n)
 {
-    struct strbuf sb = STRBUF_INIT;
-    int r = strbuf_addstr(&sb, "/api/v1/pods");
-    if (r >= 0 && node_name && *node_name) {
-        r = strbuf_addstr(&sb, "?fieldSelector=spec.nodeName%3D");
-        if (r >= 0)
-            r = exporter_add_query_value(&sb, node_name);
-    }
-    if (r >= 0 && sb.len >= n)
-        r = -ENAMETOOLONG;
-    if (r >= 0)
-        memcpy(buf, strbuf_str(&sb), sb.len + 1);
-    strbuf_release(&sb);
-    return r;
+    return exporter_watch_path(PODS, NULL, node_name, buf, n);
 }
 
 static void on_pod_event(enum kube_event ev, json_t *obj, void *userdata)
@@ -450,12 +441,6 @@ static void on_pod_event(enum kube_event ev, json_t *obj, void *userdata)
 int exporter_podmeta_watch(struct exporter_podmeta *pm, struct kube_client *kube,
                            const char *node_name, struct diag *d)
 {
-    char path[1024];
-    int r = exporter_podmeta_path(node_name, path, sizeof(path));
-    if (r < 0)
-        return diag_fail(d, -EINVAL, "NODE_NAME too long");
-    r = kube_watch_new(kube, path, on_pod_event, pm, &pm->watch);
-    if (r < 0)
-        return diag_fail(d, r, "cannot watch the pods: %s", strerror(-r));
-    return 0;
+    return exporter_watch_start(kube, PODS, NULL, node_name, "pods", on_pod_event, pm, &pm->watch,
+                                d);
 }

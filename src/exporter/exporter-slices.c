@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "exporter-internal.h"
+#include "exporter-kube.h"
 #include "exporter-slices.h"
 
 #define BUCKETS_MIN 64u
@@ -408,23 +409,12 @@ size_t exporter_slices_count(const struct exporter_slices *s)
 
 /* ---- the watch ---- */
 
+#define SLICES "/apis/resource.k8s.io/v1/resourceslices"
+#define SLICES_SELECTOR "spec.driver=" EXPORTER_DRA_DRIVER
+
 int exporter_slices_path(const char *node_name, char *buf, size_t n)
 {
-    struct strbuf sb = STRBUF_INIT;
-    int r = strbuf_addstr(&sb, "/apis/resource.k8s.io/v1/resourceslices?fieldSelector=");
-    if (r >= 0)
-        r = exporter_add_query_value(&sb, "spec.driver=" EXPORTER_DRA_DRIVER);
-    if (r >= 0 && node_name && *node_name) {
-        r = exporter_add_query_value(&sb, ",spec.nodeName=");
-        if (r >= 0)
-            r = exporter_add_query_value(&sb, node_name);
-    }
-    if (r >= 0 && sb.len >= n)
-        r = -ENAMETOOLONG;
-    if (r >= 0)
-        memcpy(buf, strbuf_str(&sb), sb.len + 1);
-    strbuf_release(&sb);
-    return r;
+    return exporter_watch_path(SLICES, SLICES_SELECTOR, node_name, buf, n);
 }
 
 static void on_slice_event(enum kube_event ev, json_t *obj, void *userdata)
@@ -438,12 +428,6 @@ static void on_slice_event(enum kube_event ev, json_t *obj, void *userdata)
 int exporter_slices_watch(struct exporter_slices *s, struct kube_client *kube,
                           const char *node_name, struct diag *d)
 {
-    char path[1024];
-    int r = exporter_slices_path(node_name, path, sizeof(path));
-    if (r < 0)
-        return diag_fail(d, -EINVAL, "NODE_NAME too long");
-    r = kube_watch_new(kube, path, on_slice_event, s, &s->watch);
-    if (r < 0)
-        return diag_fail(d, r, "cannot watch the ResourceSlices: %s", strerror(-r));
-    return 0;
+    return exporter_watch_start(kube, SLICES, SLICES_SELECTOR, node_name, "ResourceSlices",
+                                on_slice_event, s, &s->watch, d);
 }
