@@ -18,49 +18,6 @@
 #include "cdi.h"
 #include "test-tmpdir.h"
 
-static int setup(void **state)
-{
-    char *dir = strdup("/tmp/test_cdi_file_XXXXXX");
-    if (!dir || !mkdtemp(dir)) {
-        free(dir);
-        return -1;
-    }
-    *state = dir;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    int r = test_tmpdir_remove(*state);
-    free(*state);
-    return r == 0 ? 0 : -1;
-}
-
-static char *path_in(const char *dir, const char *name)
-{
-    char *p = NULL;
-    assert_true(asprintf(&p, "%s/%s", dir, name) > 0);
-    return p;
-}
-
-/* The names in dir besides . and .., joined by spaces in sorted order. */
-static void assert_entries(const char *dir, const char *want)
-{
-    struct dirent **list = NULL;
-    char got[512] = "";
-    int n = scandir(dir, &list, NULL, alphasort);
-    assert_true(n >= 0);
-    for (int i = 0; i < n; i++) {
-        if (strcmp(list[i]->d_name, ".") != 0 && strcmp(list[i]->d_name, "..") != 0) {
-            size_t len = strlen(got);
-            snprintf(got + len, sizeof(got) - len, "%s%s", len ? " " : "", list[i]->d_name);
-        }
-        free(list[i]);
-    }
-    free(list);
-    assert_string_equal(got, want);
-}
-
 static struct cdi_spec *sample(const char *kind)
 {
     struct cdi_spec *spec = NULL;
@@ -113,19 +70,19 @@ static void test_write(void **state)
     mode_t old = umask(077);
     assert_int_equal(cdi_spec_write(spec, dir, NULL, CDI_FORMAT_JSON, NULL, &path), 0);
     umask(old);
-    char *expect = path_in(dir, "nvidia.com-gpu.json");
+    char *expect = test_tmpdir_path(dir, "nvidia.com-gpu.json");
     assert_string_equal(path, expect);
     assert_int_equal(stat(path, &st), 0);
     assert_int_equal(st.st_mode & 0777, 0644);
     assert_int_equal(file_read_all(path, 1 << 20, &text, &len), 0);
     assert_int_equal(cdi_spec_format(spec, CDI_FORMAT_JSON, NULL, &want, NULL), 0);
     assert_string_equal(text, want);
-    assert_entries(dir, "nvidia.com-gpu.json");
+    test_tmpdir_assert_entries(dir, "nvidia.com-gpu.json");
     /* Replacing keeps one file and no temporary. */
     free(path);
     assert_int_equal(cdi_spec_write(spec, dir, NULL, CDI_FORMAT_JSON, NULL, NULL), 0);
     assert_int_equal(cdi_spec_write(spec, dir, "c1", CDI_FORMAT_YAML, NULL, NULL), 0);
-    assert_entries(dir, "nvidia.com-gpu.json nvidia.com-gpu_c1.yaml");
+    test_tmpdir_assert_entries(dir, "nvidia.com-gpu.json nvidia.com-gpu_c1.yaml");
     free(expect);
     free(text);
     free(want);
@@ -135,12 +92,12 @@ static void test_write(void **state)
 static void test_write_creates_dir(void **state)
 {
     struct cdi_spec *spec = sample("nvidia.com/gpu");
-    char *sub = path_in(*state, "run/cdi");
+    char *sub = test_tmpdir_path(*state, "run/cdi");
     struct stat st;
     assert_int_equal(cdi_spec_write(spec, sub, NULL, CDI_FORMAT_YAML, NULL, NULL), 0);
     assert_int_equal(stat(sub, &st), 0);
     assert_true(S_ISDIR(st.st_mode));
-    assert_entries(sub, "nvidia.com-gpu.yaml");
+    test_tmpdir_assert_entries(sub, "nvidia.com-gpu.yaml");
     free(sub);
     cdi_spec_free(spec);
 }
@@ -149,7 +106,7 @@ static void test_write_fails(void **state)
 {
     const char *dir = *state;
     struct cdi_spec *spec = sample("nvidia.com/gpu");
-    char *file = path_in(dir, "afile");
+    char *file = test_tmpdir_path(dir, "afile");
     char *path = NULL;
     struct diag d;
     diag_init(&d);
@@ -161,7 +118,7 @@ static void test_write_fails(void **state)
     struct cdi_spec *empty = NULL;
     assert_int_equal(cdi_spec_new("nvidia.com/gpu", NULL, &empty), 0);
     assert_int_equal(cdi_spec_write(empty, dir, NULL, CDI_FORMAT_JSON, &d, NULL), -EINVAL);
-    assert_entries(dir, "afile");
+    test_tmpdir_assert_entries(dir, "afile");
     cdi_spec_free(empty);
     cdi_spec_free(spec);
     free(file);
@@ -174,7 +131,7 @@ static void test_remove(void **state)
     assert_int_equal(cdi_spec_write(spec, dir, "uid-1", CDI_FORMAT_YAML, NULL, NULL), 0);
     assert_int_equal(cdi_spec_write(spec, dir, "uid-2", CDI_FORMAT_YAML, NULL, NULL), 0);
     assert_int_equal(cdi_spec_remove(dir, "k8s.gpu.nvidia.com/claim", "uid-1", NULL), 0);
-    assert_entries(dir, "k8s.gpu.nvidia.com-claim_uid-2.yaml");
+    test_tmpdir_assert_entries(dir, "k8s.gpu.nvidia.com-claim_uid-2.yaml");
     assert_int_equal(cdi_spec_remove(dir, "k8s.gpu.nvidia.com/claim", "uid-1", NULL), 0);
     assert_int_equal(cdi_spec_remove(dir, "bad", "uid-1", NULL), -EINVAL);
     cdi_spec_free(spec);
@@ -184,10 +141,11 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_file_name),
-        cmocka_unit_test_setup_teardown(test_write, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_write_creates_dir, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_write_fails, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_remove, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_write, test_tmpdir_setup, test_tmpdir_teardown),
+        cmocka_unit_test_setup_teardown(test_write_creates_dir, test_tmpdir_setup,
+                                        test_tmpdir_teardown),
+        cmocka_unit_test_setup_teardown(test_write_fails, test_tmpdir_setup, test_tmpdir_teardown),
+        cmocka_unit_test_setup_teardown(test_remove, test_tmpdir_setup, test_tmpdir_teardown),
     };
     umask(0022);
     return cmocka_run_group_tests(tests, NULL, NULL);

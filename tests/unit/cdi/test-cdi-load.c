@@ -18,36 +18,6 @@
 #include "cdi.h"
 #include "test-tmpdir.h"
 
-static int setup(void **state)
-{
-    char *dir = strdup("/tmp/test_cdi_load_XXXXXX");
-    if (!dir || !mkdtemp(dir)) {
-        free(dir);
-        return -1;
-    }
-    *state = dir;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    int r = test_tmpdir_remove(*state);
-    free(*state);
-    return r == 0 ? 0 : -1;
-}
-
-/* Writes text to dir/name; the path (freed by the caller). */
-static char *put(const char *dir, const char *name, const char *text)
-{
-    char *path = NULL;
-    assert_true(asprintf(&path, "%s/%s", dir, name) > 0);
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    assert_int_equal(fputs(text, f) >= 0, 1);
-    assert_int_equal(fclose(f), 0);
-    return path;
-}
-
 static struct cdi_spec *sample(void)
 {
     static const char *const opts[] = {"ro", "nosuid", "nodev", "bind", NULL};
@@ -106,35 +76,36 @@ static void test_round_trip(void **state)
 /* The shape of what nvidia-ctk writes, by hand: every field lands in the model. */
 static void test_nvidia_yaml(void **state)
 {
-    char *path = put(*state, "nvidia.yaml",
-                     "---\n"
-                     "cdiVersion: 0.7.0\n"
-                     "kind: nvidia.com/gpu\n"
-                     "annotations: {made-by: test}\n"
-                     "devices:\n"
-                     "- name: all\n"
-                     "  annotations: {note: every GPU}\n"
-                     "  containerEdits:\n"
-                     "    deviceNodes:\n"
-                     "    - {path: /dev/nvidia0, hostPath: /run/nvidia/driver/dev/nvidia0, "
-                     "type: c, major: 195, minor: 0, fileMode: 438, permissions: rw, uid: 0, "
-                     "gid: 44}\n"
-                     "    additionalGids: [44]\n"
-                     "containerEdits:\n"
-                     "  env:\n"
-                     "  - NVIDIA_VISIBLE_DEVICES=void\n"
-                     "  - EMPTY=\n"
-                     "  hooks:\n"
-                     "  - hookName: createContainer\n"
-                     "    path: /usr/bin/nvidia-cdi-hook\n"
-                     "    args: [nvidia-cdi-hook, create-symlinks, --link, a::b]\n"
-                     "    env: [X=1]\n"
-                     "    timeout: 10\n"
-                     "  mounts:\n"
-                     "  - hostPath: /usr/bin/nvidia-smi\n"
-                     "    containerPath: /usr/bin/nvidia-smi\n"
-                     "    type: bind\n"
-                     "    options: [ro, nosuid, nodev, bind]\n");
+    char *path =
+        test_tmpdir_put(*state, "nvidia.yaml",
+                        "---\n"
+                        "cdiVersion: 0.7.0\n"
+                        "kind: nvidia.com/gpu\n"
+                        "annotations: {made-by: test}\n"
+                        "devices:\n"
+                        "- name: all\n"
+                        "  annotations: {note: every GPU}\n"
+                        "  containerEdits:\n"
+                        "    deviceNodes:\n"
+                        "    - {path: /dev/nvidia0, hostPath: /run/nvidia/driver/dev/nvidia0, "
+                        "type: c, major: 195, minor: 0, fileMode: 438, permissions: rw, uid: 0, "
+                        "gid: 44}\n"
+                        "    additionalGids: [44]\n"
+                        "containerEdits:\n"
+                        "  env:\n"
+                        "  - NVIDIA_VISIBLE_DEVICES=void\n"
+                        "  - EMPTY=\n"
+                        "  hooks:\n"
+                        "  - hookName: createContainer\n"
+                        "    path: /usr/bin/nvidia-cdi-hook\n"
+                        "    args: [nvidia-cdi-hook, create-symlinks, --link, a::b]\n"
+                        "    env: [X=1]\n"
+                        "    timeout: 10\n"
+                        "  mounts:\n"
+                        "  - hostPath: /usr/bin/nvidia-smi\n"
+                        "    containerPath: /usr/bin/nvidia-smi\n"
+                        "    type: bind\n"
+                        "    options: [ro, nosuid, nodev, bind]\n");
     struct cdi_spec *spec = NULL;
     struct diag d;
     if (cdi_spec_load_file(path, &d, &spec) != 0)
@@ -220,7 +191,7 @@ static void test_bad(void **state)
         else
             snprintf(text, sizeof(text), "%s", cases[i].text);
         snprintf(name, sizeof(name), "bad%zu.yaml", i);
-        char *path = put(*state, name, text);
+        char *path = test_tmpdir_put(*state, name, text);
         diag_init(&d);
         int r = cdi_spec_load_file(path, &d, &spec);
         if (r != cases[i].err || !strstr(d.msg, cases[i].msg))
@@ -243,10 +214,10 @@ static void test_missing(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_nvidia_yaml, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_bad, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_missing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_round_trip, test_tmpdir_setup, test_tmpdir_teardown),
+        cmocka_unit_test_setup_teardown(test_nvidia_yaml, test_tmpdir_setup, test_tmpdir_teardown),
+        cmocka_unit_test_setup_teardown(test_bad, test_tmpdir_setup, test_tmpdir_teardown),
+        cmocka_unit_test_setup_teardown(test_missing, test_tmpdir_setup, test_tmpdir_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -24,56 +24,13 @@
 #include "test-tmpdir.h"
 #include "validate-internal.h"
 
-static int setup(void **state)
-{
-    char *dir = strdup("/tmp/test_validate_files_XXXXXX");
-    if (!dir || !mkdtemp(dir)) {
-        free(dir);
-        return -1;
-    }
-    *state = dir;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    int r = test_tmpdir_remove(*state);
-    free(*state);
-    return r == 0 ? 0 : -1;
-}
-
-static char *path_in(const char *dir, const char *name)
-{
-    char *p = NULL;
-    assert_true(asprintf(&p, "%s/%s", dir, name) > 0);
-    return p;
-}
-
 static void touch(const char *dir, const char *name)
 {
-    char *p = path_in(dir, name);
+    char *p = test_tmpdir_path(dir, name);
     FILE *f = fopen(p, "w");
     assert_non_null(f);
     fclose(f);
     free(p);
-}
-
-/* The names in dir besides . and .., sorted, joined by spaces. */
-static void assert_entries(const char *dir, const char *want)
-{
-    struct dirent **list = NULL;
-    char got[512] = "";
-    int n = scandir(dir, &list, NULL, alphasort);
-    assert_true(n >= 0);
-    for (int i = 0; i < n; i++) {
-        if (strcmp(list[i]->d_name, ".") != 0 && strcmp(list[i]->d_name, "..") != 0) {
-            size_t len = strlen(got);
-            snprintf(got + len, sizeof(got) - len, "%s%s", len ? " " : "", list[i]->d_name);
-        }
-        free(list[i]);
-    }
-    free(list);
-    assert_string_equal(got, want);
 }
 
 static void test_names(void **state)
@@ -99,7 +56,7 @@ static void test_names(void **state)
 
 static void test_prepare(void **state)
 {
-    char *dir = path_in(*state, "run/nvidia/validations");
+    char *dir = test_tmpdir_path(*state, "run/nvidia/validations");
     struct stat st;
     struct diag d;
     mode_t old = umask(077);
@@ -109,7 +66,7 @@ static void test_prepare(void **state)
     assert_int_equal(st.st_mode & 07777, 0755);
     assert_int_equal(validate_dir_prepare(dir, &d), 0); /* already there */
     touch(*state, "file");
-    char *file = path_in(*state, "file");
+    char *file = test_tmpdir_path(*state, "file");
     assert_true(validate_dir_prepare(file, &d) < 0);
     free(file);
     free(dir);
@@ -118,7 +75,7 @@ static void test_prepare(void **state)
 static void test_write(void **state)
 {
     const char *dir = *state;
-    char *path = path_in(dir, "driver-ready");
+    char *path = test_tmpdir_path(dir, "driver-ready");
     struct diag d;
     struct stat st1, st2;
     char *text = NULL;
@@ -137,7 +94,7 @@ static void test_write(void **state)
     assert_int_equal(stat(path, &st2), 0);
     assert_true(st1.st_ino != st2.st_ino);
     assert_int_equal(st2.st_size, 0);
-    assert_entries(dir, "driver-ready");
+    test_tmpdir_assert_entries(dir, "driver-ready");
     /* Names are checked before they become paths. */
     assert_int_equal(validate_file_write(dir, "../escape", "x", &d), -EINVAL);
     assert_int_equal(validate_file_remove(dir, "a/b", &d), -EINVAL);
@@ -145,14 +102,14 @@ static void test_write(void **state)
     assert_int_equal(validate_file_remove(dir, "driver-ready", &d), 0);
     assert_int_equal(validate_file_remove(dir, "driver-ready", &d), 0); /* already gone */
     assert_false(validate_file_exists(dir, "driver-ready"));
-    assert_entries(dir, "");
+    test_tmpdir_assert_entries(dir, "");
     free(path);
 }
 
 static void test_write_fails(void **state)
 {
     struct diag d;
-    char *missing = path_in(*state, "missing");
+    char *missing = test_tmpdir_path(*state, "missing");
     diag_init(&d);
     assert_true(validate_file_write(missing, "driver-ready", "x", &d) < 0);
     assert_non_null(strstr(d.msg, "cannot write"));
@@ -164,7 +121,7 @@ static void test_cleanup(void **state)
     const char *dir = *state;
     struct diag d;
     unsigned n = 99;
-    char *sub = path_in(dir, "sub-ready");
+    char *sub = test_tmpdir_path(dir, "sub-ready");
     touch(dir, "driver-ready");
     touch(dir, "toolkit-ready");
     touch(dir, ".driver-ctr-ready");
@@ -173,11 +130,11 @@ static void test_cleanup(void **state)
     assert_int_equal(mkdir(sub, 0755), 0);
     assert_int_equal(validate_cleanup(dir, false, &d, &n), 0);
     assert_int_equal(n, 2);
-    assert_entries(dir, ".driver-ctr-ready ready sub-ready workload-type");
+    test_tmpdir_assert_entries(dir, ".driver-ctr-ready ready sub-ready workload-type");
     assert_int_equal(validate_cleanup(dir, true, &d, &n), 0);
     assert_int_equal(n, 3);
-    assert_entries(dir, "sub-ready");
-    char *none = path_in(dir, "none");
+    test_tmpdir_assert_entries(dir, "sub-ready");
+    char *none = test_tmpdir_path(dir, "none");
     assert_int_equal(validate_cleanup(none, false, &d, &n), 0);
     assert_int_equal(n, 0);
     free(none);
@@ -228,7 +185,7 @@ static void test_wait(void **state)
     assert_true(mono_ms() - t0 < 5000);
     assert_int_equal(pthread_join(t, NULL), 0);
     /* A directory that does not exist yet: polled until it does. */
-    char *late = path_in(dir, "late");
+    char *late = test_tmpdir_path(dir, "late");
     struct later l2 = {.dir = late, .name = "plugin-ready", .make_dir = true, .delay_ms = 100};
     char *plugin[] = {(char *)"plugin-ready"};
     assert_int_equal(pthread_create(&t, NULL, write_later, &l2), 0);
@@ -241,11 +198,11 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_names),
-        cmocka_unit_test_setup_teardown(test_prepare, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_write, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_write_fails, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_cleanup, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_wait, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_prepare, test_tmpdir_setup, test_tmpdir_teardown),
+        cmocka_unit_test_setup_teardown(test_write, test_tmpdir_setup, test_tmpdir_teardown),
+        cmocka_unit_test_setup_teardown(test_write_fails, test_tmpdir_setup, test_tmpdir_teardown),
+        cmocka_unit_test_setup_teardown(test_cleanup, test_tmpdir_setup, test_tmpdir_teardown),
+        cmocka_unit_test_setup_teardown(test_wait, test_tmpdir_setup, test_tmpdir_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
