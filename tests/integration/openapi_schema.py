@@ -86,9 +86,16 @@ def _reference_components(name):
     return strict(copy.deepcopy(doc["components"]))
 
 
+@functools.lru_cache(maxsize=None)
 def api_validator(api_version, kind):
     """A strict validator for a built-in kind from the official OpenAPI documents in the reference
     folder (core, apps, rbac, node, coordination, apiextensions)."""
     name, prefix = API_DOCUMENTS[api_version]
     schema = {"$ref": f"#/components/schemas/{prefix}{kind}", "components": _reference_components(name)}
     return jsonschema.Draft202012Validator(schema)
+
+
+def api_errors(obj):
+    """What api_validator() finds wrong with a built-in object, as "path: message" lines."""
+    v = api_validator(obj["apiVersion"], obj["kind"])
+    return [f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in v.iter_errors(obj)]

@@ -30,42 +30,12 @@ import yaml
 from conftest import BUILD, ROOT
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from openapi_schema import REFERENCE_OPENAPI, strict  # noqa: E402
+from openapi_schema import api_errors  # noqa: E402
 
 CHART = ROOT / "deploy" / "helm" / "gpuplane"
 CRD_FILE = CHART / "crds" / "nvidia.com_clusterpolicies.yaml"
 DEPLOY_FILE = ROOT / "deploy" / "gpuplane.yaml"
 PY = "/usr/bin/python3"
-
-# apiVersion -> (the reference document, the schemas' name prefix)
-DOCUMENTS = {
-    "v1": ("core_v1.json", "io.k8s.api.core.v1."),
-    "apps/v1": ("apps_v1.json", "io.k8s.api.apps.v1."),
-    "rbac.authorization.k8s.io/v1": ("rbac_v1.json", "io.k8s.api.rbac.v1."),
-    "node.k8s.io/v1": ("node_v1.json", "io.k8s.api.node.v1."),
-    "coordination.k8s.io/v1": ("coordination_v1.json", "io.k8s.api.coordination.v1."),
-    "apiextensions.k8s.io/v1": ("apiextensions_v1.json",
-                                "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1."),
-}
-
-
-@functools.lru_cache(maxsize=None)
-def _components(name):
-    doc = json.loads((REFERENCE_OPENAPI / name).read_text())
-    return strict(copy.deepcopy(doc["components"]))
-
-
-@functools.lru_cache(maxsize=None)
-def api_validator(api_version, kind):
-    name, prefix = DOCUMENTS[api_version]
-    schema = {"$ref": f"#/components/schemas/{prefix}{kind}", "components": _components(name)}
-    return jsonschema.Draft202012Validator(schema)
-
-
-def api_errors(obj):
-    v = api_validator(obj["apiVersion"], obj["kind"])
-    return [f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in v.iter_errors(obj)]
-
 
 def load_crd():
     docs = [d for d in yaml.safe_load_all(CRD_FILE.read_text()) if d]
