@@ -172,6 +172,19 @@ static const struct gauge gauges[] = {
     {"nvlinkKiBPerSecond", offsetof(struct mock_telemetry, nvlink_kibps), 1e9},
 };
 
+/* The keys a telemetry mapping (profile) or event line may hold: every gauge's, then extra
+ * (NULL-ended), into keys (n slots), NULL-ended. */
+static void telemetry_keys(const char *const *extra, const char **keys, size_t n)
+{
+    size_t k = 0;
+
+    for (size_t i = 0; i < ARRAY_SIZE(gauges) && k + 1 < n; i++)
+        keys[k++] = gauges[i].key;
+    for (size_t i = 0; extra[i] && k + 1 < n; i++)
+        keys[k++] = extra[i];
+    keys[k] = NULL;
+}
+
 static double *gauge_of(struct mock_telemetry *tel, const struct gauge *gg)
 {
     return (double *)(void *)((char *)tel + gg->offset);
@@ -234,31 +247,16 @@ static int read_remapped(struct loader *L, const json_t *o, struct mock_telemetr
 
 int mock_read_telemetry(struct loader *L, const json_t *g, struct mock_gpu *gpu)
 {
-    static const char *const keys[] = {"gpuUtil",
-                                       "memUtil",
-                                       "encUtil",
-                                       "decUtil",
-                                       "tensorUtil",
-                                       "powerWatts",
-                                       "temperature",
-                                       "memoryTemperature",
-                                       "smClock",
-                                       "memClock",
-                                       "pcieTxKBps",
-                                       "pcieRxKBps",
-                                       "nvlinkKiBPerSecond",
-                                       "pcieReplays",
-                                       "remappedRows",
-                                       "vgpuLicense",
-                                       "clocksEventReasons",
-                                       "wander",
-                                       NULL};
+    static const char *const extra[] = {"pcieReplays",        "remappedRows", "vgpuLicense",
+                                        "clocksEventReasons", "wander",       NULL};
+    const char *keys[ARRAY_SIZE(gauges) + ARRAY_SIZE(extra)];
     struct mock_telemetry *tel = &gpu->tel;
     json_t *o = NULL;
     unsigned replays = 0, licence = 0;
     int r;
 
     telemetry_defaults(tel);
+    telemetry_keys(extra, keys, ARRAY_SIZE(keys));
     r = doc_get_object(L->doc, mock_pick(L, g, "telemetry"), "telemetry", false, L->d, &o);
     if (r < 0 || !o)
         return r;
@@ -397,25 +395,9 @@ static bool telemetry_line(struct mock_gpu *g, const json_t *obj, void (*err)(co
 bool mock_telemetry_event(unsigned gpu, const char *type, const json_t *obj,
                           void (*err)(const char *msg))
 {
-    static const char *const telemetry_keys[] = {"gpu",
-                                                 "type",
-                                                 "gpuUtil",
-                                                 "memUtil",
-                                                 "encUtil",
-                                                 "decUtil",
-                                                 "tensorUtil",
-                                                 "powerWatts",
-                                                 "temperature",
-                                                 "memoryTemperature",
-                                                 "smClock",
-                                                 "memClock",
-                                                 "pcieTxKBps",
-                                                 "pcieRxKBps",
-                                                 "nvlinkKiBPerSecond",
-                                                 "memoryUsed",
-                                                 "wander",
-                                                 "clocksEventReasons",
-                                                 NULL};
+    static const char *const line_extra[] = {
+        "gpu", "type", "memoryUsed", "wander", "clocksEventReasons", NULL};
+    const char *line_keys[ARRAY_SIZE(gauges) + ARRAY_SIZE(line_extra)];
     static const char *const replay_keys[] = {"gpu", "type", "count", NULL};
     static const char *const remap_keys[] = {"gpu",     "type",    "correctable", "uncorrectable",
                                              "pending", "failure", NULL};
@@ -423,8 +405,10 @@ bool mock_telemetry_event(unsigned gpu, const char *type, const json_t *obj,
     json_int_t n, corr, unc;
     bool pending = g->tel.remap_pending, failure = g->tel.remap_failure;
 
-    if (strcmp(type, "telemetry") == 0)
-        return keys_in(obj, telemetry_keys, err) && telemetry_line(g, obj, err);
+    if (strcmp(type, "telemetry") == 0) {
+        telemetry_keys(line_extra, line_keys, ARRAY_SIZE(line_keys));
+        return keys_in(obj, line_keys, err) && telemetry_line(g, obj, err);
+    }
     if (strcmp(type, "pcie-replay") == 0) {
         if (!keys_in(obj, replay_keys, err))
             return false;
