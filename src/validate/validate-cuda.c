@@ -35,7 +35,6 @@ int validate_cuda(const struct validate_options *o, struct diag *d)
     _cleanup_(gpu_nvml_closep) struct gpu_nvml *nvml = NULL;
     _cleanup_(gpu_inventory_freep) struct gpu_inventory *inv = NULL;
     _cleanup_(gpu_telemetry_freep) struct gpu_telemetry *tel = NULL;
-    const struct gpu_read_options ropts = {.skip_topology = true};
     const uint64_t remap = 1ull << GPU_METRIC_ROW_REMAP_FAILURE;
     char lib[4096], bad[DIAG_MSG_MAX] = "";
     size_t used = 0;
@@ -44,13 +43,9 @@ int validate_cuda(const struct validate_options *o, struct diag *d)
     int r = validate_locate_driver(o, &host, lib, sizeof(lib), d);
     if (r != VALIDATE_READY)
         return r;
-    r = gpu_nvml_open(lib, d, &nvml);
-    if (r >= 0)
-        r = gpu_inventory_read(nvml, &ropts, d, &inv);
-    if (r == -ENOMEM)
+    r = validate_open_nvml(lib, &nvml, &inv, d);
+    if (r != VALIDATE_READY)
         return r;
-    if (r < 0)
-        return VALIDATE_NOT_READY;
     if (inv->n_devices == 0) {
         diag_fail(d, -ENODEV, "NVML finds no GPU: nothing to run CUDA work on");
         return VALIDATE_NOT_READY;

@@ -195,15 +195,12 @@ int validate_driver_body(const struct validate_options *o, bool is_host, struct 
                        is_host ? "true" : "false", root, root_ctr, dev, dev_ctr);
 }
 
-/* Loads NVML from lib and asks it what nvidia-smi would: NOT_READY with the reason in d. */
-static int probe(const char *lib, bool skip_gpu_init, struct validate_driver_info *info,
-                 struct diag *d)
+int validate_open_nvml(const char *lib, struct gpu_nvml **ret_nvml, struct gpu_inventory **ret_inv,
+                       struct diag *d)
 {
     _cleanup_(gpu_nvml_closep) struct gpu_nvml *nvml = NULL;
-    _cleanup_(gpu_inventory_freep) struct gpu_inventory *inv = NULL;
     const struct gpu_read_options ropts = {.skip_topology = true};
-    char bad[DIAG_MSG_MAX] = "";
-    size_t used = 0, n_bad = 0;
+    struct gpu_inventory *inv = NULL;
     int r = gpu_nvml_open(lib, d, &nvml);
     if (r >= 0)
         r = gpu_inventory_read(nvml, &ropts, d, &inv);
@@ -211,6 +208,22 @@ static int probe(const char *lib, bool skip_gpu_init, struct validate_driver_inf
         return r;
     if (r < 0)
         return VALIDATE_NOT_READY;
+    *ret_nvml = TAKE_PTR(nvml);
+    *ret_inv = inv;
+    return VALIDATE_READY;
+}
+
+/* Loads NVML from lib and asks it what nvidia-smi would: NOT_READY with the reason in d. */
+static int probe(const char *lib, bool skip_gpu_init, struct validate_driver_info *info,
+                 struct diag *d)
+{
+    _cleanup_(gpu_nvml_closep) struct gpu_nvml *nvml = NULL;
+    _cleanup_(gpu_inventory_freep) struct gpu_inventory *inv = NULL;
+    char bad[DIAG_MSG_MAX] = "";
+    size_t used = 0, n_bad = 0;
+    int r = validate_open_nvml(lib, &nvml, &inv, d);
+    if (r != VALIDATE_READY)
+        return r;
     snprintf(info->driver_version, sizeof(info->driver_version), "%s", inv->driver_version);
     info->n_gpus = (unsigned)inv->n_devices;
     if (skip_gpu_init)

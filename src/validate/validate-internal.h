@@ -191,6 +191,17 @@ _wur_ int validate_find_nvml(const char *root, char *ret, size_t n);
 _wur_ int validate_locate_driver(const struct validate_options *o, bool *ret_host, char *ret_lib,
                                  size_t n, struct diag *d);
 
+struct gpu_nvml;
+struct gpu_inventory;
+
+/*
+ * Loads NVML from lib and reads its GPUs (no topology), for the driver and CUDA checks: READY
+ * with both (the caller closes and frees them, the inventory first), NOT_READY with the reason in
+ * d, -ENOMEM.
+ */
+_wur_ int validate_open_nvml(const char *lib, struct gpu_nvml **ret_nvml,
+                             struct gpu_inventory **ret_inv, struct diag *d);
+
 /* driver-ready's body (NVIDIA's keys), for the host driver or the driver container. */
 _wur_ int validate_driver_body(const struct validate_options *o, bool is_host, struct strbuf *out);
 
