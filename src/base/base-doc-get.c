@@ -28,6 +28,21 @@ bool doc_position(const struct doc *doc, const json_t *value, int *ret_line, int
     return true;
 }
 
+bool doc_member_position(const struct doc *doc, const json_t *obj, const char *key, int *ret_line,
+                         int *ret_col)
+{
+    const struct pos_entry *e;
+
+    if (!obj || !key)
+        return false;
+    e = doc_pos_find(&doc->pos, obj, key);
+    if (!e)
+        return false;
+    *ret_line = e->line;
+    *ret_col = e->col;
+    return true;
+}
+
 static int vfail(const struct doc *doc, const struct pos_entry *at, struct diag *d, int err,
                  const char *fmt, va_list ap) _printf_(5, 0);
 static int vfail(const struct doc *doc, const struct pos_entry *at, struct diag *d, int err,

@@ -79,6 +79,32 @@ struct pos_entry *doc_pos_find(const struct pos_table *t, const void *ptr, const
 _wur_ int doc_pos_put(struct pos_table *t, const void *ptr, const char *key, int line, int col);
 void doc_pos_release(struct pos_table *t);
 
+/* How doc_parse_text reads a text. */
+#define DOC_EVERY SIZE_MAX
+struct doc_parse_opts {
+    size_t max_nodes; /* values per document, aliases expanded */
+    bool positions;   /* keep a position per value (of document only_doc alone, if set) */
+    /* DOC_EVERY, or the one document wanted: the others are built and dropped, the parse ends
+     * after it */
+    size_t only_doc;
+    /* Where the text starts in its source (1, 1 for a whole file): positions and messages are in
+     * the source's lines and columns. */
+    int line0, col0;
+    /* When set, each finished document goes to each() (root borrowed) instead of doc->roots;
+     * a negative return ends the parse with that error, a positive one ends it early. */
+    int (*each)(void *arg, json_t *root, size_t index, struct diag *d);
+    void *each_arg;
+};
+
+/* Parses text (checked to be UTF-8 without NUL first) into doc. 0, > 0 when each() or only_doc
+ * ended the parse early, or a negative errno with d. */
+_wur_ int doc_parse_text(struct doc *doc, const char *text, size_t len,
+                         const struct doc_parse_opts *o, struct diag *d);
+/* An empty doc called name. */
+_wur_ int doc_new(const char *name, struct doc **ret);
+/* The value cap of limits for an input of len bytes. */
+size_t doc_max_nodes(const struct doc_limits *limits, size_t len);
+
 /* Fails with "name:line:col: what", or "name: what" when line is 0 (no position); returns err. */
 int doc_fail_mark(const struct doc *doc, struct diag *d, int line, int col, int err,
                   const char *what);

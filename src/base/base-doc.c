@@ -54,6 +54,8 @@ struct builder {
     size_t total;     /* expanded value count of the current document */
     size_t max_nodes; /* its cap */
     bool positions;   /* record where values came from (doc_position) */
+    const struct doc_parse_opts *o;
+    size_t ended; /* documents finished so far: the index of the current one */
 };
 
 int doc_fail_mark(const struct doc *doc, struct diag *d, int line, int col, int err,
@@ -208,13 +210,25 @@ fail:
 
 /* ---- events ---- */
 
+/* Where line:col of the parsed text is in its source: the text may be a piece of a larger input
+ * that starts at line0:col0 (1:1 for a whole file). */
+static void mark_shift(const struct doc_parse_opts *o, int *line, int *col)
+{
+    if (*line <= 0)
+        return;
+    if (*line == 1 && *col > 0)
+        *col += o->col0 - 1;
+    *line += o->line0 - 1;
+}
+
 /* An event's 1-based position; 0 for events without one (an implicit empty value). */
-static void mark_of(struct fy_event *ev, int *ret_line, int *ret_col)
+static void mark_of(const struct builder *b, struct fy_event *ev, int *ret_line, int *ret_col)
 {
     const struct fy_mark *m = doc_fy.event_start_mark(ev);
 
     *ret_line = m && m->line >= 0 ? m->line + 1 : 0;
     *ret_col = m && m->column >= 0 ? m->column + 1 : 0;
+    mark_shift(b->o, ret_line, ret_col);
 }
 
 static int take_anchor(struct fy_event *ev, char **ret)
@@ -288,18 +302,34 @@ static int on_alias(struct builder *b, struct fy_event *ev, int line, int col)
     return place(b, json_incref(a->value), a->nodes, a->nodes, NULL, line, col);
 }
 
+/* A finished document: kept in doc->roots, handed to the caller's each(), or dropped (not the one
+ * document asked for). Returns > 0 to end the parse early. */
 static int on_document_end(struct builder *b)
 {
+    const struct doc_parse_opts *o = b->o;
     json_t *root = b->root ? b->root : json_null();
+    size_t index = b->ended++;
     int r;
 
     b->root = NULL;
     anchors_clear(&b->anchors);
     b->total = 0;
-    r = vec_push(&b->doc->roots, &root);
-    if (r < 0)
+    if (o->only_doc != DOC_EVERY && index != o->only_doc) {
         json_decref(root);
-    return r;
+        b->positions = o->positions && b->ended == o->only_doc;
+        return 0;
+    }
+    if (o->each) {
+        r = o->each(o->each_arg, root, index, b->d);
+        json_decref(root);
+        return r;
+    }
+    r = vec_push(&b->doc->roots, &root);
+    if (r < 0) {
+        json_decref(root);
+        return r;
+    }
+    return o->only_doc != DOC_EVERY ? 1 : 0;
 }
 
 static int on_event(struct builder *b, struct fy_event *ev)
@@ -308,7 +338,7 @@ static int on_event(struct builder *b, struct fy_event *ev)
     json_t *v = NULL;
     int line, col, r;
 
-    mark_of(ev, &line, &col);
+    mark_of(b, ev, &line, &col);
     switch (ev->type) {
     case FYET_DOCUMENT_END:
         return on_document_end(b);
@@ -373,23 +403,36 @@ static int syntax_error(struct builder *b, struct fy_diag *diag, struct fy_parse
         doc_fy_pin();
         atomic_exchange(&parked_parser, TAKE_PTR(*parser));
     }
+    int line, col;
+
     if (!e)
         return diag_fail(b->d, -EINVAL, "%s: invalid YAML", b->doc->name);
     /* libfyaml's collected positions are already 1-based. */
-    return fail_at(b, e->line, e->column, -EINVAL, e->msg ? e->msg : "invalid YAML");
+    line = e->line;
+    col = e->column;
+    mark_shift(b->o, &line, &col);
+    return fail_at(b, line, col, -EINVAL, e->msg ? e->msg : "invalid YAML");
 }
 
 /* YAML streams may be UTF-16 or -32 too, but configs are UTF-8; and libfyaml silently drops some
  * malformed bytes (a plain scalar of them becomes null), so the whole input is checked first.
  * YAML allows no NUL character either. */
-static int check_utf8(struct doc *doc, const char *text, size_t len, struct diag *d)
+static int check_utf8(struct doc *doc, const char *text, size_t len, const struct doc_parse_opts *o,
+                      struct diag *d)
 {
     const unsigned char *p = (const unsigned char *)text;
-    int line = 1, col = 1;
+    int line = o->line0, col = o->col0;
 
     for (size_t i = 0; i < len;) {
-        size_t k = utf8_seq_len(p + i, len - i);
+        size_t k;
 
+        /* ASCII other than NUL and newline is most of any input: take it a byte at a time. */
+        if (p[i] >= 0x20 && p[i] < 0x80) {
+            col++;
+            i++;
+            continue;
+        }
+        k = utf8_seq_len(p + i, len - i);
         if (k == 0)
             return diag_fail_at(d, -EINVAL, doc->name, line, col, "invalid UTF-8");
         if (p[i] == '\0')
@@ -405,12 +448,16 @@ static int check_utf8(struct doc *doc, const char *text, size_t len, struct diag
     return 0;
 }
 
-static int doc_parse_events(struct doc *doc, const char *text, size_t len, size_t max_nodes,
-                            bool positions, struct diag *d)
+static int doc_parse_events(struct doc *doc, const char *text, size_t len,
+                            const struct doc_parse_opts *o, struct diag *d)
 {
     _cleanup_(fy_diag_destroyp) struct fy_diag *diag = NULL;
     _cleanup_(fy_parser_destroyp) struct fy_parser *parser = NULL;
-    struct builder b = {.doc = doc, .d = d, .max_nodes = max_nodes, .positions = positions};
+    struct builder b = {.doc = doc,
+                        .d = d,
+                        .max_nodes = o->max_nodes,
+                        .positions = o->positions && (o->only_doc == DOC_EVERY || o->only_doc == 0),
+                        .o = o};
     struct fy_diag_cfg dcfg;
     struct fy_parse_cfg pcfg = {.flags = FYPCF_QUIET};
     int r = 0;
@@ -438,7 +485,7 @@ static int doc_parse_events(struct doc *doc, const char *text, size_t len, size_
         }
         r = on_event(&b, ev);
         doc_fy.parser_event_free(parser, ev);
-        if (r < 0)
+        if (r != 0)
             break;
     }
     builder_release(&b);
@@ -447,15 +494,45 @@ static int doc_parse_events(struct doc *doc, const char *text, size_t len, size_
 
 /* The library is held around the parse only; the parser and its diagnostics are gone before it is
  * released. */
-static int doc_parse(struct doc *doc, const char *text, size_t len, size_t max_nodes,
-                     bool positions, struct diag *d)
+int doc_parse_text(struct doc *doc, const char *text, size_t len, const struct doc_parse_opts *o,
+                   struct diag *d)
 {
-    int r = doc_fy_acquire(d);
+    int r;
+
+    if (!text)
+        text = "";
+    r = check_utf8(doc, text, len, o, d);
     if (r < 0)
         return r;
-    r = doc_parse_events(doc, text, len, max_nodes, positions, d);
+    r = doc_fy_acquire(d);
+    if (r < 0)
+        return r;
+    r = doc_parse_events(doc, text, len, o, d);
     doc_fy_release();
+    if (r == -ENOMEM)
+        diag_fail(d, r, "%s: out of memory", doc->name);
     return r;
+}
+
+int doc_new(const char *name, struct doc **ret)
+{
+    _cleanup_(doc_freep) struct doc *doc = calloc(1, sizeof(*doc));
+
+    if (!doc)
+        return -ENOMEM;
+    vec_init(&doc->roots, sizeof(json_t *), 0);
+    doc->name = strdup(name ? name : "<input>");
+    if (!doc->name)
+        return -ENOMEM;
+    *ret = TAKE_PTR(doc);
+    return 0;
+}
+
+size_t doc_max_nodes(const struct doc_limits *limits, size_t len)
+{
+    if (limits->max_nodes)
+        return limits->max_nodes;
+    return len > DOC_MAX_NODES ? len : DOC_MAX_NODES;
 }
 
 struct doc *doc_free(struct doc *doc)
@@ -480,7 +557,7 @@ int doc_load_string_limits(const char *name, const char *text, size_t len,
                            const struct doc_limits *limits, struct diag *d, struct doc **ret)
 {
     _cleanup_(doc_freep) struct doc *doc = NULL;
-    size_t max_nodes;
+    struct doc_parse_opts o = {.line0 = 1, .col0 = 1, .only_doc = DOC_EVERY};
     int r;
 
     if (!limits)
@@ -489,25 +566,14 @@ int doc_load_string_limits(const char *name, const char *text, size_t len,
         return diag_fail(d, -EINVAL, "%s: no text", name);
     if (len > limits->max_bytes)
         return diag_fail(d, -EFBIG, "%s: larger than %zu bytes", name, limits->max_bytes);
-    max_nodes = limits->max_nodes ? limits->max_nodes : len > DOC_MAX_NODES ? len : DOC_MAX_NODES;
-    if (!text)
-        text = "";
-    doc = calloc(1, sizeof(*doc));
-    if (!doc)
-        return -ENOMEM;
-    vec_init(&doc->roots, sizeof(json_t *), 0);
-    doc->name = strdup(name ? name : "<input>");
-    if (!doc->name)
-        return -ENOMEM;
-    r = check_utf8(doc, text, len, d);
+    o.max_nodes = doc_max_nodes(limits, len);
+    o.positions = !limits->no_positions;
+    r = doc_new(name, &doc);
     if (r < 0)
         return r;
-    r = doc_parse(doc, text, len, max_nodes, !limits->no_positions, d);
-    if (r < 0) {
-        if (r == -ENOMEM)
-            diag_fail(d, r, "%s: out of memory", doc->name);
+    r = doc_parse_text(doc, text, len, &o, d);
+    if (r < 0)
         return r;
-    }
     *ret = TAKE_PTR(doc);
     return 0;
 }

@@ -76,6 +76,46 @@ const char *doc_name(const struct doc *doc);
 /* Where a value of this doc came from. false if unknown (e.g. the shared null/true/false singletons
  * of jansson have no position of their own; positions of their parent key are used then). */
 bool doc_position(const struct doc *doc, const json_t *value, int *ret_line, int *ret_col);
+/* Where the key of obj's member key came from; false if unknown. */
+bool doc_member_position(const struct doc *doc, const json_t *obj, const char *key, int *ret_line,
+                         int *ret_col);
+
+/*
+ * Streaming loads, for manifests too large to hold as values twice (a cluster's objects): each
+ * object goes to fn as soon as it is built and the loader keeps nothing, so what stays in memory
+ * is what fn keeps. A document that is a `kind: List` with an `items` sequence is handed item by
+ * item, any other document whole, an empty one as null, in input order.
+ *
+ * JSON (a text whose first character after white space is '{' or '[') is parsed by jansson
+ * straight away, a List's items one at a time (even when its "kind" comes after its "items", as
+ * kubectl writes it), never as one tree. Whatever jansson does not read exactly as the YAML reader
+ * would — a syntax error, a YAML-only construct, duplicate keys, nesting past DOC_MAX_DEPTH — is
+ * read again as YAML from the start, and handing goes on with the first item not handed yet:
+ * values, limits and error messages (file:line:col) are those of doc_load_*_limits. No positions
+ * are kept; doc_where_reload reads a value again with them when a message needs one.
+ *
+ * fn borrows value (it takes a reference to keep it). A negative return ends the load with that
+ * error and d as fn left it; a positive one ends the load early, and is returned. Otherwise 0, or
+ * a negative errno with d for the input, as doc_load_*_limits.
+ */
+#define DOC_WHOLE SIZE_MAX
+struct doc_src;
+struct doc_where {
+    size_t doc;                /* the document's index in the stream (0: the JSON text) */
+    size_t item;               /* the index in the document's List items, or DOC_WHOLE */
+    const struct doc_src *src; /* the input, valid while fn runs */
+    size_t off, len;           /* a JSON item's own bytes in the input (len 0: not known) */
+};
+typedef int (*doc_each_fn)(void *arg, json_t *value, const struct doc_where *where, struct diag *d);
+_wur_ int doc_load_file_each(const char *path, const struct doc_limits *limits, doc_each_fn fn,
+                             void *arg, struct diag *d);
+_wur_ int doc_load_string_each(const char *name, const char *text, size_t len,
+                               const struct doc_limits *limits, doc_each_fn fn, void *arg,
+                               struct diag *d);
+/* Inside fn only: reads the value `where` names again, with a position per value in the lines and
+ * columns of the whole input (JSON: only that value's text is read again). *ret holds it as its
+ * one root; *ret is what doc_position and doc_member_position take. */
+_wur_ int doc_where_reload(const struct doc_where *where, struct diag *d, struct doc **ret);
 
 /* Fails with "file:line:col: message" at value's position (or "file: message" when unknown);
  * returns err. */

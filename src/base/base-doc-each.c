@@ -1,0 +1,489 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Streaming loads of manifests (base-doc.h, doc_load_*_each): objects handed one by one and never
+ * kept, JSON parsed by jansson with no YAML pass, positions found again only when a message needs
+ * one.
+ *
+ * JSON. A text that starts with '{' or '[' goes to jansson. A top-level `"kind": "List"` object is
+ * not parsed as one tree: this file walks its top level itself (keys and the other members through
+ * jansson, one json_loadb each) and parses the `items` one at a time, handing each to the caller
+ * and dropping it, so a 40 MB cluster never exists as values all at once. When "items" comes before
+ * "kind" (kubectl sorts the keys), a quick scan that only matches brackets and quotes finds "kind"
+ * first. Anything else is one json_loadb.
+ *
+ * Equivalence with the YAML reader. JSON is YAML, and for what jansson accepts with
+ * JSON_REJECT_DUPLICATES the YAML reader builds the same values (strings, int64 integers, finite
+ * reals, in the same key order), except past its caps, which are checked here on the parsed values
+ * (nesting depth, value count). Whenever jansson refuses or a cap is passed, the whole text is read
+ * again by the YAML reader, which gives the old error with its file:line:col, or — for YAML-only
+ * syntax in a .json file — the values, of which the items already handed are skipped.
+ *
+ * Positions. doc_where_reload reads one value again with the YAML reader keeping positions: a JSON
+ * item's own bytes (the lines and columns shifted to where they start in the input), or for YAML
+ * the stream up to the document (the later ones are not read).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base-doc-internal.h"
+#include "base-file.h"
+
+struct doc_src {
+    const char *name;
+    const char *text;
+    size_t len;
+    size_t max_nodes;
+};
+
+/* What handing goes through: the caller's fn, and how many items of the first document (a JSON
+ * List) the JSON path handed before the YAML reader took over. */
+struct each {
+    struct doc_src *src;
+    doc_each_fn fn;
+    void *arg;
+    size_t skip;
+    /* fn's error, held back while the rest of the input is read: a syntax error anywhere is
+     * reported first, as it was when the whole input was read before any object was looked at */
+    int refused;
+    struct diag refused_d;
+};
+
+/* Hands v to fn, or drops it once fn has failed. */
+static int hand(struct each *e, json_t *v, const struct doc_where *where, struct diag *d)
+{
+    int r;
+
+    if (e->refused)
+        return 0;
+    r = e->fn(e->arg, v, where, d);
+    if (r < 0) {
+        e->refused = r;
+        if (d)
+            e->refused_d = *d;
+        return 0;
+    }
+    return r;
+}
+
+static bool is_list(const json_t *v)
+{
+    const char *kind = json_string_value(json_object_get(v, "kind"));
+
+    return kind && strcmp(kind, "List") == 0 && json_is_array(json_object_get(v, "items"));
+}
+
+/* Hands document `index` (root borrowed): item by item from `skip` on when it is a List. */
+static int hand_doc(struct each *e, json_t *root, size_t index, size_t skip, struct diag *d)
+{
+    json_t *items = json_object_get(root, "items"), *item;
+    size_t i;
+    int r;
+
+    if (!is_list(root)) {
+        if (skip > 0)
+            return 0;
+        return hand(e, root, &(struct doc_where){index, DOC_WHOLE, e->src, 0, 0}, d);
+    }
+    for (i = skip; i < json_array_size(items); i++) {
+        item = json_incref(json_array_get(items, i));
+        /* Drop the document's reference: what the caller does not keep is freed as it goes. */
+        if (json_array_set(items, i, json_null()) < 0) {
+            json_decref(item);
+            return -ENOMEM;
+        }
+        r = hand(e, item, &(struct doc_where){index, i, e->src, 0, 0}, d);
+        json_decref(item);
+        if (r != 0)
+            return r;
+    }
+    return 0;
+}
+
+/* The YAML reader's each(): document `index`, finished. */
+static int yaml_doc(void *arg, json_t *root, size_t index, struct diag *d)
+{
+    struct each *e = arg;
+
+    return hand_doc(e, root, index, index == 0 ? e->skip : 0, d);
+}
+
+/* ---- JSON ------------------------------------------------------------------------------------ */
+
+/* The JSON path cannot take this text (or this part of it): the YAML reader reads it. */
+#define NOT_MINE (-EAGAIN)
+
+static const char *skip_ws(const char *p, const char *end)
+{
+    while (p < end && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t'))
+        p++;
+    return p;
+}
+
+/* Past the string whose opening quote is at p[-1]; NULL when it does not end. */
+static const char *skip_string(const char *p, const char *end)
+{
+    while (p < end) {
+        if (*p == '"')
+            return p + 1;
+        p += *p == '\\' ? 2 : 1;
+    }
+    return NULL;
+}
+
+/* Past the value at p, matching brackets and quotes only (nothing is checked: jansson parses it
+ * later); NULL when the text ends first. */
+static const char *skip_value(const char *p, const char *end)
+{
+    size_t depth = 0;
+
+    do {
+        p = skip_ws(p, end);
+        if (p == end)
+            return NULL;
+        switch (*p) {
+        case '"':
+            p = skip_string(p + 1, end);
+            if (!p)
+                return NULL;
+            break;
+        case '{':
+        case '[':
+            depth++;
+            p++;
+            break;
+        case '}':
+        case ']':
+            if (depth == 0)
+                return NULL;
+            depth--;
+            p++;
+            break;
+        case ',':
+        case ':':
+            if (depth == 0)
+                return NULL;
+            p++;
+            break;
+        default: {
+            const char *start = p;
+
+            while (p < end && *p && !strchr(",:]} \t\r\n\"{[", *p))
+                p++;
+            if (p == start)
+                return NULL; /* a NUL byte: not JSON */
+        }
+        }
+    } while (depth > 0);
+    return p;
+}
+
+/* One JSON value at p (a new reference), *next past it; NULL when jansson refuses it. */
+static json_t *read_value(const char *p, const char *end, const char **next)
+{
+    json_error_t e;
+    json_t *v = json_loadb(p, (size_t)(end - p),
+                           JSON_DECODE_ANY | JSON_DISABLE_EOF_CHECK | JSON_REJECT_DUPLICATES, &e);
+
+    *next = v ? p + e.position : p;
+    return v;
+}
+
+/* Containers nested in v, v included; adds v's values to *nodes. Stops descending past limit. */
+static size_t depth_of(const json_t *v, size_t limit, size_t *nodes)
+{
+    size_t deepest = 0, i;
+    const char *k;
+    json_t *x;
+
+    /* The YAML reader counts a mapping's keys as values too. */
+    *nodes += 1 + json_object_size(v);
+    if (!json_is_object(v) && !json_is_array(v))
+        return 0;
+    if (limit == 0)
+        return 1;
+    if (json_is_array(v)) {
+        json_array_foreach(v, i, x)
+        {
+            size_t dx = depth_of(x, limit - 1, nodes);
+            deepest = dx > deepest ? dx : deepest;
+        }
+    } else {
+        json_object_foreach((json_t *)v, k, x)
+        {
+            size_t dx = depth_of(x, limit - 1, nodes);
+            deepest = dx > deepest ? dx : deepest;
+        }
+    }
+    return deepest + 1;
+}
+
+/* Whether v, at `level` containers deep in its document, keeps the YAML reader's caps: nesting
+ * within DOC_MAX_DEPTH containers, at most max_nodes values in the document (*nodes so far). */
+static bool within_caps(const struct doc_src *src, const json_t *v, size_t level, size_t *nodes)
+{
+    return level + depth_of(v, DOC_MAX_DEPTH - level, nodes) <= DOC_MAX_DEPTH &&
+           *nodes <= src->max_nodes;
+}
+
+/* The top-level object at p ('{'): whether its "kind" is the string "List" and its "items" a
+ * sequence, looking past "items" (without parsing it) when "kind" comes later. */
+static bool top_is_list(const char *p, const char *end)
+{
+    bool list = false, items = false, kind_seen = false;
+    const char *next;
+
+    p = skip_ws(p + 1, end);
+    while (p < end && *p == '"') {
+        _cleanup_json_ json_t *key = read_value(p, end, &next);
+        const char *k = json_string_value(key);
+
+        if (!k)
+            return false;
+        p = skip_ws(next, end);
+        if (p == end || *p != ':')
+            return false;
+        p = skip_ws(p + 1, end);
+        if (strcmp(k, "kind") == 0) {
+            _cleanup_json_ json_t *v = read_value(p, end, &next);
+
+            if (!v)
+                return false;
+            kind_seen = true;
+            list = json_is_string(v) && strcmp(json_string_value(v), "List") == 0;
+        } else {
+            if (strcmp(k, "items") == 0) {
+                items = p < end && *p == '[';
+                if (kind_seen)
+                    break; /* the common order: no need to look through the items */
+            }
+            next = skip_value(p, end);
+            if (!next)
+                return false;
+        }
+        if (kind_seen && items)
+            break;
+        p = skip_ws(next, end);
+        if (p < end && *p == ',')
+            p = skip_ws(p + 1, end);
+    }
+    return list && items;
+}
+
+/* Hands the items of the List object at p one by one; *done counts them. */
+static int json_list(struct each *e, const char *p, const char *end, size_t *done, struct diag *d)
+{
+    struct doc_src *src = e->src;
+    _cleanup_json_ json_t *seen = json_object();
+    size_t nodes = 1;
+    const char *next;
+    int r;
+
+    if (!seen)
+        return -ENOMEM;
+    p = skip_ws(p + 1, end);
+    if (p < end && *p == '}')
+        return NOT_MINE; /* no "kind": top_is_list said otherwise */
+    for (;;) {
+        _cleanup_json_ json_t *key = NULL;
+        const char *k;
+
+        if (p == end || *p != '"' || !(key = read_value(p, end, &next)) ||
+            !(k = json_string_value(key)))
+            return NOT_MINE;
+        if (json_object_getn(seen, k, json_string_length(key)))
+            return NOT_MINE; /* the YAML reader says "duplicate key" where */
+        if (json_object_setn_new_nocheck(seen, k, json_string_length(key), json_null()) < 0)
+            return -ENOMEM;
+        nodes++;
+        p = skip_ws(next, end);
+        if (p == end || *p != ':')
+            return NOT_MINE;
+        p = skip_ws(p + 1, end);
+        if (strcmp(k, "items") == 0) {
+            if (p == end || *p != '[')
+                return NOT_MINE;
+            nodes++;
+            p = skip_ws(p + 1, end);
+            for (size_t i = 0; p < end && *p != ']'; i++) {
+                _cleanup_json_ json_t *item = read_value(p, end, &next);
+                const char *after;
+
+                if (!item || !within_caps(src, item, 2, &nodes))
+                    return NOT_MINE;
+                /* Only an item followed by "," and another item, or by "]", is an item for the
+                 * YAML reader too ("a": ... would make it a key, "," "]" is YAML only). */
+                after = skip_ws(next, end);
+                if (after < end && *after == ',') {
+                    after = skip_ws(after + 1, end);
+                    if (after == end || *after == ']')
+                        return NOT_MINE;
+                } else if (after == end || *after != ']') {
+                    return NOT_MINE;
+                }
+                r = hand(
+                    e, item,
+                    &(struct doc_where){0, i, src, (size_t)(p - src->text), (size_t)(next - p)}, d);
+                if (r != 0)
+                    return r;
+                *done = i + 1;
+                p = after;
+            }
+            if (p == end)
+                return NOT_MINE;
+            next = p + 1;
+        } else {
+            _cleanup_json_ json_t *v = read_value(p, end, &next);
+
+            if (!v || !within_caps(src, v, 1, &nodes))
+                return NOT_MINE;
+        }
+        p = skip_ws(next, end);
+        if (p < end && *p == ',') {
+            p = skip_ws(p + 1, end);
+            continue;
+        }
+        if (p < end && *p == '}')
+            break;
+        return NOT_MINE;
+    }
+    return skip_ws(p + 1, end) == end ? 0 : NOT_MINE;
+}
+
+/* The JSON path: 0, fn's non-zero return, or NOT_MINE (with *done items of document 0 handed). */
+static int json_each(struct each *e, size_t *done, struct diag *d)
+{
+    struct doc_src *src = e->src;
+    const char *end = src->text + src->len, *p = skip_ws(src->text, end);
+    _cleanup_json_ json_t *root = NULL;
+    json_error_t err;
+    size_t nodes = 0;
+
+    if (p == end || (*p != '{' && *p != '['))
+        return NOT_MINE;
+    if (*p == '{' && top_is_list(p, end))
+        return json_list(e, p, end, done, d);
+    root = json_loadb(src->text, src->len, JSON_REJECT_DUPLICATES, &err);
+    if (!root || !within_caps(src, root, 0, &nodes))
+        return NOT_MINE;
+    return hand_doc(e, root, 0, 0, d);
+}
+
+/* ---- loading --------------------------------------------------------------------------------- */
+
+/* The whole load on one thread: JSON first, the YAML reader for what JSON did not take. */
+static int load_text(struct doc_src *src, doc_each_fn fn, void *arg, struct diag *d)
+{
+    _cleanup_(doc_freep) struct doc *doc = NULL;
+    struct each e = {.src = src, .fn = fn, .arg = arg};
+    struct doc_parse_opts o = {.line0 = 1, .col0 = 1, .only_doc = DOC_EVERY};
+    size_t done = 0;
+    int r;
+
+    r = json_each(&e, &done, d);
+    if (r == NOT_MINE) {
+        e.skip = done;
+        o.max_nodes = src->max_nodes;
+        o.each = yaml_doc;
+        o.each_arg = &e;
+        r = doc_new(src->name, &doc);
+        if (r >= 0)
+            r = doc_parse_text(doc, src->text, src->len, &o, d);
+    }
+    if (r >= 0 && e.refused) {
+        if (d)
+            *d = e.refused_d;
+        return e.refused;
+    }
+    return r;
+}
+
+int doc_load_string_each(const char *name, const char *text, size_t len,
+                         const struct doc_limits *limits, doc_each_fn fn, void *arg, struct diag *d)
+{
+    struct doc_src src = {.name = name ? name : "<input>", .text = text ? text : "", .len = len};
+
+    if (!limits)
+        limits = &doc_limits_config;
+    if (!text && len > 0)
+        return diag_fail(d, -EINVAL, "%s: no text", src.name);
+    if (len > limits->max_bytes)
+        return diag_fail(d, -EFBIG, "%s: larger than %zu bytes", src.name, limits->max_bytes);
+    src.max_nodes = doc_max_nodes(limits, len);
+    return load_text(&src, fn, arg, d);
+}
+
+int doc_load_file_each(const char *path, const struct doc_limits *limits, doc_each_fn fn, void *arg,
+                       struct diag *d)
+{
+    _cleanup_free_ char *text = NULL;
+    size_t len;
+    int r;
+
+    if (!limits)
+        limits = &doc_limits_config;
+    r = file_read_all(path, limits->max_bytes, &text, &len);
+    if (r == -EFBIG)
+        return diag_fail(d, r, "%s: larger than %zu bytes", path, limits->max_bytes);
+    if (r < 0)
+        return diag_fail(d, r, "%s: %s", path, strerror(-r));
+    return doc_load_string_each(path, text, len, limits, fn, arg, d);
+}
+
+/* ---- positions, on demand -------------------------------------------------------------------- */
+
+/* The line and column (in characters) where text[off] is. */
+static void line_col_at(const char *text, size_t off, int *ret_line, int *ret_col)
+{
+    const char *p = text, *end = text + off, *nl;
+    int line = 1, col = 1;
+
+    while ((nl = memchr(p, '\n', (size_t)(end - p)))) {
+        line++;
+        p = nl + 1;
+    }
+    for (; p < end; p++)
+        col += ((unsigned char)*p & 0xc0) != 0x80;
+    *ret_line = line;
+    *ret_col = col;
+}
+
+int doc_where_reload(const struct doc_where *where, struct diag *d, struct doc **ret)
+{
+    const struct doc_src *src = where->src;
+    _cleanup_(doc_freep) struct doc *doc = NULL;
+    struct doc_parse_opts o = {.positions = true, .max_nodes = src->max_nodes};
+    json_t *root, *item;
+    int r;
+
+    r = doc_new(src->name, &doc);
+    if (r < 0)
+        return r;
+    if (where->len > 0) {
+        o.only_doc = DOC_EVERY;
+        line_col_at(src->text, where->off, &o.line0, &o.col0);
+        r = doc_parse_text(doc, src->text + where->off, where->len, &o, d);
+    } else {
+        o.only_doc = where->doc;
+        o.line0 = o.col0 = 1;
+        r = doc_parse_text(doc, src->text, src->len, &o, d);
+    }
+    if (r < 0)
+        return r;
+    root = doc_root(doc, 0);
+    if (!root)
+        return diag_fail(d, -ENOENT, "%s: document %zu not found again", src->name, where->doc);
+    if (where->len == 0 && where->item != DOC_WHOLE) {
+        item = json_array_get(json_object_get(root, "items"), where->item);
+        if (!item)
+            return diag_fail(d, -ENOENT, "%s: item %zu not found again", src->name, where->item);
+        /* The item becomes root 0; the List stays as root 1, so that no value with a position is
+         * freed (the table is keyed by address). */
+        r = vec_push(&doc->roots, &root);
+        if (r < 0)
+            return r;
+        *VEC_AT(&doc->roots, json_t *, 0) = json_incref(item);
+    }
+    *ret = TAKE_PTR(doc);
+    return 0;
+}
