@@ -90,6 +90,23 @@ static int yaml_object(struct strbuf *sb, const json_t *obj, int indent, int dep
     return 0;
 }
 
+/* One element of a block sequence at indent. */
+static int yaml_item(struct strbuf *sb, const json_t *v, int indent, int depth)
+{
+    int r = strbuf_addf(sb, "%*s-", indent, "");
+
+    if (r >= 0 && json_is_object(v) && json_object_size(v) > 0) {
+        /* "- key: value" with the other keys aligned under the first */
+        _cleanup_strbuf_ struct strbuf item = STRBUF_INIT;
+        r = yaml_object(&item, v, indent + 2, depth + 1);
+        if (r >= 0)
+            r = strbuf_addf(sb, " %s", strbuf_str(&item) + indent + 2);
+    } else if (r >= 0) {
+        r = yaml_child(sb, v, indent + 2, depth);
+    }
+    return r;
+}
+
 static int yaml_array(struct strbuf *sb, const json_t *arr, int indent, int depth)
 {
     size_t i;
@@ -97,16 +114,7 @@ static int yaml_array(struct strbuf *sb, const json_t *arr, int indent, int dept
 
     json_array_foreach(arr, i, v)
     {
-        int r = strbuf_addf(sb, "%*s-", indent, "");
-        if (r >= 0 && json_is_object(v) && json_object_size(v) > 0) {
-            /* "- key: value" with the other keys aligned under the first */
-            _cleanup_strbuf_ struct strbuf item = STRBUF_INIT;
-            r = yaml_object(&item, v, indent + 2, depth + 1);
-            if (r >= 0)
-                r = strbuf_addf(sb, " %s", strbuf_str(&item) + indent + 2);
-        } else if (r >= 0) {
-            r = yaml_child(sb, v, indent + 2, depth);
-        }
+        int r = yaml_item(sb, v, indent, depth);
         if (r < 0)
             return r;
     }
@@ -130,4 +138,11 @@ static int yaml_node(struct strbuf *sb, const json_t *v, int indent, int depth)
 int yaml_emit(struct strbuf *sb, const json_t *v)
 {
     return yaml_node(sb, v, 0, 0);
+}
+
+int yaml_emit_item(struct strbuf *sb, const json_t *v, int indent, int depth)
+{
+    if (depth > YAML_MAX_DEPTH)
+        return -ELOOP;
+    return yaml_item(sb, v, indent, depth);
 }
