@@ -42,10 +42,12 @@ enum {
 
 struct dalloccmd_input {
     const char *files[DALLOCCMD_MAX_FILES];
-    struct doc *docs[DALLOCCMD_MAX_FILES]; /* loaded; the objects borrow from them */
     size_t nfiles;
     unsigned long long budget; /* 0: the allocator's default */
     struct dalloc_gates gates;
+    /* what the last dalloccmd_input_load read, and how long it took (reading, parsing, adding) */
+    size_t bytes;
+    double load_s;
 };
 
 void dalloccmd_input_init(struct dalloccmd_input *in);
@@ -54,11 +56,23 @@ void dalloccmd_input_release(struct dalloccmd_input *in);
  * printing a usage error for command cmd. */
 int dalloccmd_input_option(struct dalloccmd_input *in, const char *cmd, int c, const char *arg);
 
+/* Takes one object (borrowed: add takes a reference to keep it or a part of it). */
 typedef int (*dalloccmd_add_fn)(void *target, json_t *obj, struct diag *d);
-/* Loads every file (manifest limits) and hands each object to add; errors are printed as
- * "gpuplane <cmd>: FILE: message". */
+/*
+ * Loads every file (manifest limits) and hands each object to add as it is read — a List item by
+ * item (an item that is itself a List inside a List of its own, so that it nests as deep as it did
+ * in the file) — keeping nothing itself: doc_load_file_each. Errors are printed as
+ * "gpuplane <cmd>: FILE:LINE:COL: message"; for an object add refused, LINE:COL is where the field
+ * the message names is (or the object, when it names none), found by reading that object again
+ * with positions.
+ */
 _wur_ int dalloccmd_input_load(struct dalloccmd_input *in, const char *cmd, dalloccmd_add_fn add,
                                void *target);
+/* For an error found after loading ("ResourceSlice s1: spec.devices[0].name: ..."): prefixes
+ * d->msg with the FILE:LINE:COL of the object and field it names, reading the regular files
+ * among the inputs again to find it. d is left alone when the message names no object or the
+ * object is not in the files (a claim made from a template). */
+void dalloccmd_input_locate(const struct dalloccmd_input *in, struct diag *d);
 
 /* Prints doc on stdout as indented JSON or as YAML. */
 _wur_ int dalloccmd_print(json_t *doc, bool as_json);
