@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "base-jdedup.h"
 #include "base-strbuf.h"
 #include "sched.h"
 
@@ -55,6 +56,7 @@ struct sched {
     size_t last_shape_id;
     json_t *reasons; /* reason texts by id */
     json_t *reason_ids;
+    struct jdedup dedup; /* what sched_add keeps, shared (sched-load.c) */
 };
 
 static inline const char *str_at(json_t *o, const char *a, const char *b)
@@ -82,6 +84,22 @@ static inline bool allocated(json_t *claim)
 {
     return json_object_get(json_object_get(claim, "status"), "allocation") != NULL;
 }
+
+/* sched-load.c */
+/* What sched_add keeps of obj (borrowed): the fields the simulator reads, shared with the equal
+ * values kept before. A new reference, NULL on ENOMEM. */
+json_t *sched_keep(struct sched *s, json_t *obj);
+/* Drops the table of kept values (after the last sched_add; sched_run starts a table of its own
+ * for the claims it commits). */
+void sched_keep_done(struct sched *s);
+/* Of claims allocated by dalloc_try (taken), only each one's status.allocation, in an object
+ * {"status": {"allocation": ...}} per claim: what a node keeps to reuse for the next pods of the
+ * same shape, without a copy of each claim. NULL on ENOMEM. */
+json_t *sched_keep_allocations(json_t *claims);
+/* Claims about to be committed, made by allocated_copies (taken: an array, NULL passes through):
+ * each one's status.allocation shared with the equal values committed before (the run's own
+ * table: the node selector of a node, the strings of the results). NULL on ENOMEM. */
+json_t *sched_keep_claims(struct sched *s, json_t *claims);
 
 /* sched-cluster.c */
 /* Builds s->nodes (sorted by name) and hands them their slices and allocated claims. */

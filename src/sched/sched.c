@@ -72,6 +72,7 @@ struct sched *sched_free(struct sched *s)
     json_decref(s->last_shape);
     json_decref(s->reasons);
     json_decref(s->reason_ids);
+    sched_keep_done(s);
     free(s);
     return NULL;
 }
@@ -89,6 +90,7 @@ static int add_claim(struct sched *s, json_t *obj, const char *key)
 int sched_add(struct sched *s, json_t *obj, struct diag *d)
 {
     const char *kind = str_at(obj, "kind", NULL);
+    _cleanup_json_ json_t *kept = NULL;
     char key[512];
     int r;
 
@@ -102,6 +104,11 @@ int sched_add(struct sched *s, json_t *obj, struct diag *d)
                            it) if ((r = sched_add(s, it, d)) < 0) return r;
         return 0;
     }
+    kept = sched_keep(s, obj);
+    if (!kept)
+        return -ENOMEM;
+    obj = kept;
+    kind = str_at(obj, "kind", NULL);
     if (strcmp(kind, "Pod") == 0 || strcmp(kind, "ResourceClaim") == 0 ||
         strcmp(kind, "ResourceClaimTemplate") == 0) {
         if (key_of(obj, key, sizeof(key)) < 0)
@@ -389,6 +396,8 @@ static int evaluate(struct sched *s, struct snode *sn, json_t *pod, json_t *mine
         sn->alloc = got;
     }
     sn->shape = sn->fits && !reusable(got) ? 0 : shape + 1;
+    if (sn->alloc && !(sn->alloc = sched_keep_allocations(got)))
+        return -ENOMEM;
     sn->seen_version = sn->version;
     sn->seen_global = s->global_version;
     return 0;
@@ -500,7 +509,7 @@ static int sched_pod(struct sched *s, json_t *pod, struct diag *d, struct sched_
         return *out ? 0 : -ENOMEM;
     }
     t0 = now_s();
-    claims = allocated_copies(mine, best->alloc);
+    claims = sched_keep_claims(s, allocated_copies(mine, best->alloc));
     if (!claims)
         return -ENOMEM;
     if ((r = sched_commit(s, best, claims, d)) < 0)
@@ -525,6 +534,7 @@ int sched_run(struct sched *s, struct diag *d, struct sched_stats *stats,
 
     if (!out)
         return -ENOMEM;
+    sched_keep_done(s);
     if ((r = sched_nodes_build(s)) < 0)
         return r;
     json_array_foreach(s->pods, i, pod)
@@ -533,6 +543,9 @@ int sched_run(struct sched *s, struct diag *d, struct sched_stats *stats,
 
         if ((r = sched_pod(s, pod, d, &st, &one)) < 0)
             return r;
+        /* Scheduled: nothing reads the pod again. */
+        if (json_array_set(s->pods, i, json_null()) < 0)
+            return -ENOMEM;
         if (json_array_append_new(out, one) < 0)
             return -ENOMEM;
         st.pods++;

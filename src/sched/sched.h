@@ -26,7 +26,10 @@ DEFINE_POINTER_CLEANUP(struct sched, sched_free)
 /* The allocator's step budget per pod and node (0: DALLOC_DEFAULT_BUDGET). */
 void sched_set_budget(struct sched *s, uint64_t steps);
 
-/* Adds one object (or a List of them); obj is borrowed. -EINVAL with d for a malformed Pod. */
+/* Adds one object (or a List of them); obj is borrowed and must not be modified afterwards. Of
+ * Pods and Nodes only the fields the scheduler reads are kept, and what is kept is shared with
+ * equal values added before (sched-load.c), so a cluster of thousands of nodes takes a fraction of
+ * its size as JSON values. -EINVAL with d for a malformed Pod. */
 _wur_ int sched_add(struct sched *s, json_t *obj, struct diag *d);
 
 /* Per-phase times of the last sched_run, in seconds. */

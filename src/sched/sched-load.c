@@ -1,0 +1,178 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * What the simulator keeps of the objects it is given (sched_add), for clusters of thousands of
+ * nodes: of Pods and Nodes only the fields the scheduler reads (a Pod's containers, a Node's
+ * status, everybody's managedFields are dropped), and every kept value shared with the equal
+ * values kept before (base-jdedup.h): the 40,000 devices of a 5,000-node cluster have a handful of
+ * distinct product names and attribute objects, a workload's claims a handful of specs. The table
+ * lives while objects are added; sched_run drops it (the values stay with their holders).
+ *
+ * A reader of a Pod or Node field not listed here must add it to the lists below.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "base-doc.h"
+#include "sched-internal.h"
+
+/* The members of a mapping to keep, and for each the members of its own mapping value (NULL:
+ * all of it). */
+struct keep {
+    const char *key;
+    const char *const *sub;
+};
+
+static const char *const POD_META[] = {"name", "namespace", NULL};
+static const char *const POD_SPEC[] = {"nodeName", "resourceClaims", "nodeSelector",
+                                       "affinity", "tolerations",    NULL};
+static const struct keep POD[] = {
+    {"kind", NULL}, {"metadata", POD_META}, {"spec", POD_SPEC}, {NULL, NULL}};
+
+/* The node filters read the labels, unschedulable and the taints; node selectors the name and
+ * labels. */
+static const char *const NODE_META[] = {"name", "labels", NULL};
+static const char *const NODE_SPEC[] = {"unschedulable", "taints", NULL};
+static const struct keep NODE[] = {
+    {"kind", NULL}, {"metadata", NODE_META}, {"spec", NODE_SPEC}, {NULL, NULL}};
+
+static bool listed(const char *const *names, const char *key)
+{
+    for (; *names; names++)
+        if (strcmp(*names, key) == 0)
+            return true;
+    return false;
+}
+
+/* obj with only the listed members (in obj's order), a new reference. Anything but a mapping is
+ * kept whole, so that the checks after see what they would have seen. */
+static json_t *only(json_t *obj, const char *const *names)
+{
+    json_t *out, *v;
+    const char *k;
+
+    if (!json_is_object(obj))
+        return json_incref(obj);
+    out = json_object();
+    json_object_foreach(obj, k, v)
+    {
+        if (out && listed(names, k) && json_object_set(out, k, v) < 0) {
+            json_decref(out);
+            return NULL;
+        }
+    }
+    return out;
+}
+
+static json_t *keep_fields(json_t *obj, const struct keep *keep)
+{
+    json_t *out = json_object(), *v;
+    const char *k;
+
+    if (!out)
+        return NULL;
+    json_object_foreach(obj, k, v)
+    {
+        const struct keep *f;
+        json_t *part;
+
+        for (f = keep; f->key && strcmp(f->key, k) != 0; f++)
+            ;
+        if (!f->key)
+            continue;
+        part = f->sub ? only(v, f->sub) : json_incref(v);
+        if (!part || json_object_set_new(out, k, part) < 0) {
+            json_decref(out);
+            return NULL;
+        }
+    }
+    return out;
+}
+
+#define LAST_APPLIED "kubectl.kubernetes.io/last-applied-configuration"
+
+/* obj without what no reader of any kind looks at: metadata.managedFields and kubectl's copy of
+ * the whole object in an annotation (each as large as the object). */
+static json_t *without_bookkeeping(json_t *obj)
+{
+    json_t *meta = json_object_get(obj, "metadata");
+    json_t *ann = json_object_get(meta, "annotations");
+    json_t *out, *m;
+
+    if (!json_object_get(meta, "managedFields") && !json_object_get(ann, LAST_APPLIED))
+        return json_incref(obj);
+    out = json_copy(obj);
+    m = json_copy(meta);
+    if (!out || !m || json_object_set_new(out, "metadata", m) < 0) {
+        json_decref(out);
+        return NULL;
+    }
+    (void)json_object_del(m, "managedFields");
+    if (json_object_get(ann, LAST_APPLIED)) {
+        json_t *a = json_copy(ann);
+
+        if (!a || json_object_set_new(m, "annotations", a) < 0) {
+            json_decref(out);
+            return NULL;
+        }
+        (void)json_object_del(a, LAST_APPLIED);
+    }
+    return out;
+}
+
+json_t *sched_keep(struct sched *s, json_t *obj)
+{
+    const char *kind = json_string_value(json_object_get(obj, "kind"));
+    _cleanup_json_ json_t *kept = NULL;
+
+    if (kind && strcmp(kind, "Pod") == 0)
+        kept = keep_fields(obj, POD);
+    else if (kind && strcmp(kind, "Node") == 0)
+        kept = keep_fields(obj, NODE);
+    else
+        kept = without_bookkeeping(obj);
+    return kept ? jdedup_value(&s->dedup, kept) : NULL;
+}
+
+void sched_keep_done(struct sched *s)
+{
+    jdedup_release(&s->dedup);
+}
+
+json_t *sched_keep_allocations(json_t *claims)
+{
+    _cleanup_json_ json_t *got = claims;
+    json_t *out = json_array(), *c;
+    size_t i;
+
+    json_array_foreach(got, i, c)
+    {
+        json_t *alloc = json_object_get(json_object_get(c, "status"), "allocation");
+
+        if (!out || json_array_append_new(
+                        out, json_pack("{s:{s:O*}}", "status", "allocation", alloc)) < 0) {
+            json_decref(out);
+            return NULL;
+        }
+    }
+    return out;
+}
+
+json_t *sched_keep_claims(struct sched *s, json_t *claims)
+{
+    json_t *c;
+    size_t i;
+
+    json_array_foreach(claims, i, c)
+    {
+        /* allocated_copies made the status objects: they are the run's own to change */
+        json_t *status = json_object_get(c, "status");
+        json_t *alloc = json_object_get(status, "allocation");
+        json_t *shared = alloc ? jdedup_value(&s->dedup, alloc) : NULL;
+
+        if (alloc && (!shared || json_object_set_new(status, "allocation", shared) < 0)) {
+            json_decref(claims);
+            return NULL;
+        }
+    }
+    return claims;
+}
