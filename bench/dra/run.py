@@ -234,26 +234,33 @@ NUM = r"([0-9]+(?:\.[0-9]*)?(?:[eE][-+]?[0-9]+)?)"
 
 
 def parse_stats(text):
-    """The numbers of gpuplane schedule's `stats:` line (the last one on stderr): pods, total_s,
-    pods_per_s, evaluations (pod x node pairs), attempts (allocator runs), and <phase>_s for every
-    "<phase> N s" (filter, score, commit, ...).
-    Fields that are missing are left out; unknown ones are kept."""
-    line = None
-    for ln in text.splitlines():
-        if ln.startswith("stats:"):
-            line = ln
-    if line is None:
-        return {}
+    """The numbers of gpuplane schedule's `stats:` lines on stderr: from the run's line pods,
+    total_s, pods_per_s, evaluations (pod x node pairs), attempts (allocator runs) and <phase>_s for
+    every "<phase> N s" (filter, score, commit, ...); from the whole command's line (if any) load_s,
+    load_mb, load_mb_per_s, load_cpu_s, schedule_s, print_s, free_s, command_s, command_cpu_s,
+    command_pods_per_s and peak_rss_mib. Fields that are missing are left out; unknown ones are kept."""
     out = {}
-    if m := re.search(r"(\d+) pods in " + NUM + r" s\b", line):
-        out["pods"], out["total_s"] = int(m.group(1)), float(m.group(2))
-    if m := re.search(NUM + r" pods/s", line):
-        out["pods_per_s"] = float(m.group(1))
-    if m := re.search(r"(\d+) node evaluations, (\d+) allocator runs", line):
-        out["evaluations"], out["attempts"] = int(m.group(1)), int(m.group(2))
-    for m in re.finditer(r"([A-Za-z_]+):? " + NUM + r" s\b", line):
-        if m.group(1) != "in":
-            out[f"{m.group(1)}_s"] = float(m.group(2))
+    for line in text.splitlines():
+        if not line.startswith("stats:"):
+            continue
+        if m := re.search(r"(\d+) pods in " + NUM + r" s\b", line):
+            out["pods"], out["total_s"] = int(m.group(1)), float(m.group(2))
+            if m := re.search(NUM + r" pods/s", line):
+                out["pods_per_s"] = float(m.group(1))
+        elif m := re.search(NUM + r" pods/s", line):
+            out["command_pods_per_s"] = float(m.group(1))
+        if m := re.search(r"(\d+) node evaluations, (\d+) allocator runs", line):
+            out["evaluations"], out["attempts"] = int(m.group(1)), int(m.group(2))
+        if m := re.search(r"\(" + NUM + r" MB, " + NUM + r" MB/s; CPU " + NUM + r" s\)", line):
+            out["load_mb"], out["load_mb_per_s"] = float(m.group(1)), float(m.group(2))
+            out["load_cpu_s"] = float(m.group(3))
+        if m := re.search(r"pods/s; CPU " + NUM + r" s\)", line):
+            out["command_cpu_s"] = float(m.group(1))
+        if m := re.search(r"peak RSS " + NUM + r" MiB", line):
+            out["peak_rss_mib"] = float(m.group(1))
+        for m in re.finditer(r"([A-Za-z_]+):? " + NUM + r" s\b", line):
+            if m.group(1) not in ("in", "CPU"):
+                out[f"{m.group(1)}_s"] = float(m.group(2))
     return out
 
 

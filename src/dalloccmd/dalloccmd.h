@@ -45,9 +45,10 @@ struct dalloccmd_input {
     size_t nfiles;
     unsigned long long budget; /* 0: the allocator's default */
     struct dalloc_gates gates;
-    /* what the last dalloccmd_input_load read, and how long it took (reading, parsing, adding) */
+    /* what the last dalloccmd_input_load read, and how long it took (reading, parsing, adding):
+     * wall time, and the process's CPU time */
     size_t bytes;
-    double load_s;
+    double load_s, load_cpu_s;
 };
 
 void dalloccmd_input_init(struct dalloccmd_input *in);

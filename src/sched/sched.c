@@ -522,39 +522,58 @@ static int sched_pod(struct sched *s, json_t *pod, struct diag *d, struct sched_
     return *out ? 0 : -ENOMEM;
 }
 
-int sched_run(struct sched *s, struct diag *d, struct sched_stats *stats,
-              void (*progress)(size_t done, size_t total, void *arg), void *arg, json_t **ret)
+int sched_run_each(struct sched *s, struct diag *d, struct sched_stats *stats,
+                   void (*progress)(size_t done, size_t total, void *arg), void *arg,
+                   sched_emit_fn emit, void *emit_arg)
 {
-    _cleanup_json_ json_t *out = json_array();
     struct sched_stats st = {0};
-    double t0 = now_s();
+    double t0 = now_s(), t;
     json_t *pod;
     size_t i;
     int r;
 
-    if (!out)
-        return -ENOMEM;
     sched_keep_done(s);
     if ((r = sched_nodes_build(s)) < 0)
         return r;
     json_array_foreach(s->pods, i, pod)
     {
-        json_t *one = NULL;
+        _cleanup_json_ json_t *one = NULL;
 
         if ((r = sched_pod(s, pod, d, &st, &one)) < 0)
             return r;
         /* Scheduled: nothing reads the pod again. */
         if (json_array_set(s->pods, i, json_null()) < 0)
             return -ENOMEM;
-        if (json_array_append_new(out, one) < 0)
-            return -ENOMEM;
+        t = now_s();
+        r = emit(emit_arg, one);
+        st.emit_s += now_s() - t;
+        if (r < 0)
+            return r;
         st.pods++;
         if (progress)
             progress(i + 1, json_array_size(s->pods), arg);
     }
-    st.total_s = now_s() - t0;
+    st.total_s = now_s() - t0 - st.emit_s;
     if (stats)
         *stats = st;
-    *ret = json_incref(out);
+    return 0;
+}
+
+static int collect(void *arg, json_t *result)
+{
+    return json_array_append(arg, result) < 0 ? -ENOMEM : 0;
+}
+
+int sched_run(struct sched *s, struct diag *d, struct sched_stats *stats,
+              void (*progress)(size_t done, size_t total, void *arg), void *arg, json_t **ret)
+{
+    _cleanup_json_ json_t *out = json_array();
+    int r;
+
+    if (!out)
+        return -ENOMEM;
+    if ((r = sched_run_each(s, d, stats, progress, arg, collect, out)) < 0)
+        return r;
+    *ret = TAKE_PTR(out);
     return 0;
 }

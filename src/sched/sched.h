@@ -37,7 +37,9 @@ struct sched_stats {
     size_t pods, scheduled;
     size_t evaluations; /* (pod, node) pairs considered */
     size_t attempts;    /* of those, the ones the allocator ran for (no outcome to reuse) */
-    double filter_s, score_s, commit_s, total_s;
+    double filter_s, score_s, commit_s;
+    double total_s; /* scheduling: building the nodes, filter, score, commit (not emit_s) */
+    double emit_s;  /* in sched_run_each's emit (printing) */
 };
 
 /*
@@ -50,6 +52,13 @@ struct sched_stats {
 _wur_ int sched_run(struct sched *s, struct diag *d, struct sched_stats *stats,
                     void (*progress)(size_t done, size_t total, void *arg), void *arg,
                     json_t **ret);
+
+/* The same, handing each pod's result to emit (borrowed) as soon as the pod is scheduled, so that
+ * no result outlives its pod: a negative return from emit ends the run with that error. */
+typedef int (*sched_emit_fn)(void *arg, json_t *result);
+_wur_ int sched_run_each(struct sched *s, struct diag *d, struct sched_stats *stats,
+                         void (*progress)(size_t done, size_t total, void *arg), void *arg,
+                         sched_emit_fn emit, void *emit_arg);
 
 /* The firstAvailable score of allocated claims: for each result whose request is "req/sub", the
  * number of sub-requests of req after sub (the first of n scores n-1). */

@@ -10,11 +10,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base-doc.h"
 #include "cli.h"
 #include "dalloccmd.h"
+#include "sched-print.h"
 #include "sched.h"
 #include "schedcmd.h"
 
@@ -44,25 +46,22 @@ enum {
     OPT_STATS = 0x2000,
 };
 
-enum fmt {
-    FMT_TABLE,
-    FMT_YAML,
-    FMT_JSON
-};
-
 struct opts {
-    enum fmt fmt;
+    enum sched_fmt fmt;
     bool stats;
     struct dalloccmd_input in;
 };
 
-static int parse_format(const char *arg, enum fmt *ret)
+static int parse_format(const char *arg, enum sched_fmt *ret)
 {
-    static const char *const NAMES[] = {"table", "yaml", "json"};
+    static const struct {
+        const char *name;
+        enum sched_fmt fmt;
+    } NAMES[] = {{"table", SCHED_FMT_TABLE}, {"yaml", SCHED_FMT_YAML}, {"json", SCHED_FMT_JSON}};
 
     for (size_t i = 0; i < ARRAY_SIZE(NAMES); i++)
-        if (strcmp(arg, NAMES[i]) == 0) {
-            *ret = (enum fmt)i;
+        if (strcmp(arg, NAMES[i].name) == 0) {
+            *ret = NAMES[i].fmt;
             return 0;
         }
     return cli_usage_error("schedule", "-o: expected table, yaml or json, not %s", arg);
@@ -131,51 +130,6 @@ static void progress(size_t done, size_t total, void *arg)
         fputc('\n', stderr);
 }
 
-static void print_table(json_t *res)
-{
-    json_t *p, *v;
-    const char *k;
-    size_t i, j;
-
-    printf("%-32s %-20s %-6s %s\n", "POD", "NODE", "SCORE", "DEVICES / REASONS");
-    json_array_foreach(res, i, p)
-    {
-        const char *node = json_string_value(json_object_get(p, "node"));
-
-        printf("%-32s %-20s ", json_string_value(json_object_get(p, "pod")),
-               node ? node : "<none>");
-        if (node) {
-            printf("%-6lld", (long long)json_integer_value(json_object_get(p, "score")));
-            json_array_foreach(json_object_get(p, "devices"), j, v)
-                printf("%s%s", j ? ", " : " ", json_string_value(v));
-        } else {
-            printf("%-6s", "-");
-            j = 0;
-            json_object_foreach(json_object_get(p, "reasons"), k, v)
-                printf("%s%lld node(s): %s", j++ ? "; " : " ", (long long)json_integer_value(v), k);
-        }
-        putchar('\n');
-    }
-}
-
-static int print_result(json_t *res, const struct sched_stats *st, enum fmt fmt)
-{
-    _cleanup_json_ json_t *doc = NULL;
-
-    if (fmt == FMT_TABLE) {
-        print_table(res);
-        printf("\nscheduled %zu of %zu pods, %zu unschedulable\n", st->scheduled, st->pods,
-               st->pods - st->scheduled);
-        return 0;
-    }
-    doc = json_pack("{s:O, s:{s:I, s:I, s:I}}", "pods", res, "summary", "pods",
-                    (json_int_t)st->pods, "scheduled", (json_int_t)st->scheduled, "unschedulable",
-                    (json_int_t)(st->pods - st->scheduled));
-    if (!doc)
-        return -ENOMEM;
-    return dalloccmd_print(doc, fmt == FMT_JSON);
-}
-
 static void print_stats(const struct sched_stats *st)
 {
     fprintf(stderr,
@@ -187,11 +141,60 @@ static void print_stats(const struct sched_stats *st)
             st->score_s, st->commit_s);
 }
 
-static int run(struct opts *o)
+static double clock_s(clockid_t clock)
+{
+    struct timespec ts;
+
+    clock_gettime(clock, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static double now_s(void)
+{
+    return clock_s(CLOCK_MONOTONIC);
+}
+
+/* The process's peak resident set so far (VmHWM), in KiB; 0 when unknown. */
+static unsigned long long peak_rss_kib(void)
+{
+    _cleanup_fclose_ FILE *f = fopen("/proc/self/status", "re");
+    unsigned long long kib = 0;
+    char line[256];
+
+    while (f && fgets(line, sizeof(line), f))
+        if (sscanf(line, "VmHWM: %llu kB", &kib) == 1)
+            break;
+    return kib;
+}
+
+/* The whole command's phases, after the run's own line: what it read, how long reading
+ * (parsing, adding), scheduling, printing and freeing took, and the peak memory. */
+static void print_phases(const struct dalloccmd_input *in, const struct sched_stats *st,
+                         double print_s, double free_s, double wall_s)
+{
+    double mb = (double)in->bytes / 1e6, rss = (double)peak_rss_kib() / 1024.0;
+
+    fprintf(stderr,
+            "stats: load %.6f s (%.1f MB, %.1f MB/s; CPU %.6f s), schedule %.6f s, print %.6f s, "
+            "free %.6f s; whole command %.6f s (%.1f pods/s; CPU %.6f s), peak RSS %.1f MiB "
+            "(%.1f bytes per input byte)\n",
+            in->load_s, mb, in->load_s > 0 ? mb / in->load_s : 0.0, in->load_cpu_s, st->total_s,
+            print_s, free_s, wall_s, wall_s > 0 ? (double)st->pods / wall_s : 0.0,
+            clock_s(CLOCK_PROCESS_CPUTIME_ID), rss,
+            in->bytes ? rss * 1024.0 * 1024.0 / (double)in->bytes : 0.0);
+}
+
+static int emit(void *arg, json_t *result)
+{
+    return sched_printer_pod(arg, result);
+}
+
+static int run(struct opts *o, double t_start)
 {
     _cleanup_(sched_freep) struct sched *s = NULL;
-    _cleanup_json_ json_t *out = NULL;
+    struct sched_printer pr;
     struct sched_stats st = {0};
+    double t, print_s, free_s;
     struct diag d;
     int r;
 
@@ -201,20 +204,40 @@ static int run(struct opts *o)
     if (dalloccmd_input_load(&o->in, "schedule", add, s) < 0)
         return CLI_EXIT_USAGE;
     diag_init(&d);
-    r = sched_run(s, &d, &st, isatty(STDERR_FILENO) ? progress : NULL, NULL, &out);
+    sched_printer_init(&pr, o->fmt);
+    r = sched_run_each(s, &d, &st, isatty(STDERR_FILENO) ? progress : NULL, NULL, emit, &pr);
     if (r < 0) {
+        sched_printer_release(&pr);
+        if (d.msg[0])
+            dalloccmd_input_locate(&o->in, &d);
         fprintf(stderr, "gpuplane schedule: %s\n", d.msg[0] ? d.msg : strerror(-r));
         return CLI_EXIT_USAGE;
     }
-    if (print_result(out, &st, o->fmt) < 0)
+    t = now_s();
+    r = sched_printer_end(&pr, st.pods, st.scheduled);
+    if (r >= 0 && fwrite(strbuf_str(&pr.out), 1, pr.out.len, stdout) != pr.out.len)
+        r = -EIO;
+    if (r >= 0 && fflush(stdout) != 0)
+        r = -EIO;
+    sched_printer_release(&pr);
+    print_s = st.emit_s + now_s() - t;
+    if (r < 0) {
+        fprintf(stderr, "gpuplane schedule: writing the result: %s\n", strerror(-r));
         return CLI_EXIT_USAGE;
-    if (o->stats)
+    }
+    t = now_s();
+    s = sched_free(s);
+    free_s = now_s() - t;
+    if (o->stats) {
         print_stats(&st);
+        print_phases(&o->in, &st, print_s, free_s, now_s() - t_start);
+    }
     return st.scheduled == st.pods ? CLI_EXIT_OK : CLI_EXIT_FAILURE;
 }
 
 int schedcmd_main(int argc, char **argv)
 {
+    double t_start = now_s();
     struct cli_common cc;
     struct opts o = {0};
     int r;
@@ -227,7 +250,7 @@ int schedcmd_main(int argc, char **argv)
     if (r == 0 && cc.help) {
         fputs(USAGE, stdout);
     } else if (r == 0) {
-        r = cli_common_finish(&cc, "schedule") < 0 ? CLI_EXIT_USAGE : run(&o);
+        r = cli_common_finish(&cc, "schedule") < 0 ? CLI_EXIT_USAGE : run(&o, t_start);
     }
     cli_common_release(&cc);
     dalloccmd_input_release(&o.in);
