@@ -503,7 +503,7 @@ static void reserve(struct daemon *dm, size_t i)
         return;
     }
     if (dm->regs[i])
-        dp_registrar_start(dm->regs[i]);
+        dp_registrar_served_again(dm->regs[i]);
 }
 
 static void on_watch(enum dp_watch_what what, const char *name, void *userdata)

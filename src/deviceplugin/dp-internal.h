@@ -55,6 +55,9 @@ _wur_ int dp_registrar_new(struct ev_loop *loop, const char *kubelet_socket, con
  * ctime) is already in flight; an attempt to an older kubelet is dropped. Failures are retried
  * with back-off (100 ms doubling to 30 s) forever. */
 void dp_registrar_start(struct dp_registrar *r);
+/* Our socket was gone and is served anew: dp_registrar_start, and should a call to this kubelet be
+ * in flight, it announced the old socket, so one more Register follows its success. */
+void dp_registrar_served_again(struct dp_registrar *r);
 /* kubelet.sock was created: dp_registrar_start unless already registered through that very file
  * (a kubelet restart deletes our socket first; when that removal is read from inotify before the
  * creation, the Register it triggers may already have reached the new kubelet). */

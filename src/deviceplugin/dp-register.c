@@ -30,6 +30,7 @@ struct dp_registrar {
     bool registered;
     bool dropping;            /* completions of a client being freed are not outcomes */
     bool in_flight;           /* a Register call is outstanding */
+    bool again;               /* our socket was served anew while it was: register once more */
     struct dp_file_id target; /* the kubelet.sock the outstanding call went to */
     uint64_t started_ms;
 };
@@ -73,6 +74,8 @@ static void on_reply(const struct rpc_status *st, const ProtobufCMessage *resp, 
         return;
     r->in_flight = false;
     release_client_later(r);
+    bool again = r->again;
+    r->again = false;
     if (st->code == RPC_OK) {
         r->registered = true;
         if (!r->target.exists) /* the kubelet that answered appeared after the call was made */
@@ -80,6 +83,9 @@ static void on_reply(const struct rpc_status *st, const ProtobufCMessage *resp, 
         r->backoff_ms = BACKOFF_FIRST_MS;
         log_info("registered with the kubelet", "resource", r->resource, "endpoint", r->endpoint,
                  "ms", LOG_INT(ev_loop_now_ms(r->loop) - r->started_ms));
+        /* The kubelet dialled the socket we served before: it must hear of the new one. */
+        if (again)
+            attempt(r);
         return;
     }
     log_warn("registration with the kubelet failed", "resource", r->resource, "code",
@@ -99,6 +105,7 @@ static void attempt(struct dp_registrar *r)
     req.options = &opts;
     drop_client(r);
     r->in_flight = false;
+    r->again = false; /* this call announces the socket as it is now */
     r->started_ms = ev_loop_now_ms(r->loop);
     dp_file_id_get(r->kubelet_socket, &r->target);
     int ret = rpc_client_new(r->loop, r->kubelet_socket, NULL, &r->client);
@@ -140,14 +147,16 @@ int dp_registrar_new(struct ev_loop *loop, const char *kubelet_socket, const cha
     return 0;
 }
 
-void dp_registrar_start(struct dp_registrar *r)
+static void start(struct dp_registrar *r, bool served_again)
 {
     struct dp_file_id now;
     dp_file_id_get(r->kubelet_socket, &now);
     /* A call made while kubelet.sock was missing connects later: to this kubelet or a newer one. */
     if (r->in_flight && now.exists && (!r->target.exists || dp_file_id_equal(&now, &r->target))) {
-        /* already asking this very kubelet; should that call fail, soon again */
+        /* already asking this very kubelet; should that call fail, soon again, and should it
+         * announce a socket we have since replaced, once more when it answers */
         r->backoff_ms = BACKOFF_FIRST_MS;
+        r->again |= served_again;
         return;
     }
     r->registered = false;
@@ -155,6 +164,16 @@ void dp_registrar_start(struct dp_registrar *r)
     if (ev_timer_disarm(r->retry) < 0)
         log_debug(1, "cannot disarm the registration retry timer");
     attempt(r);
+}
+
+void dp_registrar_start(struct dp_registrar *r)
+{
+    start(r, false);
+}
+
+void dp_registrar_served_again(struct dp_registrar *r)
+{
+    start(r, true);
 }
 
 void dp_registrar_kubelet_created(struct dp_registrar *r)
