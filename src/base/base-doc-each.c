@@ -18,11 +18,16 @@
  * again by the YAML reader, which gives the old error with its file:line:col, or — for YAML-only
  * syntax in a .json file — the values, of which the items already handed are skipped.
  *
+ * Two workers. When the caller prepares each object (struct doc_prep), a large List's items are
+ * split in two halves parsed and prepared at once on two threads (see struct half).
+ *
  * Positions. doc_where_reload reads one value again with the YAML reader keeping positions: a JSON
  * item's own bytes (the lines and columns shifted to where they start in the input), or for YAML
  * the stream up to the document (the later ones are not read).
  */
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,6 +47,7 @@ struct each {
     struct doc_src *src;
     doc_each_fn fn;
     void *arg;
+    const struct doc_prep *prep; /* or NULL */
     size_t skip;
     /* fn's error, held back while the rest of the input is read: a syntax error anywhere is
      * reported first, as it was when the whole input was read before any object was looked at */
@@ -49,13 +55,22 @@ struct each {
     struct diag refused_d;
 };
 
-/* Hands v to fn, or drops it once fn has failed. */
-static int hand(struct each *e, json_t *v, const struct doc_where *where, struct diag *d)
+/* Hands v to fn — what prep makes of it, unless it is prepared already (by the second worker) — or
+ * drops it once fn has failed. */
+static int hand_prepared(struct each *e, json_t *v, bool prepared, const struct doc_where *where,
+                         struct diag *d)
 {
+    _cleanup_json_ json_t *made = NULL;
     int r;
 
     if (e->refused)
         return 0;
+    if (e->prep && !prepared) {
+        made = e->prep->fn(e->prep->arg, 0, v);
+        if (!made)
+            return diag_fail(d, -ENOMEM, "%s: out of memory", e->src->name);
+        v = made;
+    }
     r = e->fn(e->arg, v, where, d);
     if (r < 0) {
         e->refused = r;
@@ -64,6 +79,11 @@ static int hand(struct each *e, json_t *v, const struct doc_where *where, struct
         return 0;
     }
     return r;
+}
+
+static int hand(struct each *e, json_t *v, const struct doc_where *where, struct diag *d)
+{
+    return hand_prepared(e, v, false, where, d);
 }
 
 static bool is_list(const json_t *v)
@@ -124,9 +144,16 @@ static const char *skip_ws(const char *p, const char *end)
 static const char *skip_string(const char *p, const char *end)
 {
     while (p < end) {
-        if (*p == '"')
-            return p + 1;
-        p += *p == '\\' ? 2 : 1;
+        const char *q = memchr(p, '"', (size_t)(end - p)), *b;
+
+        if (!q)
+            return NULL;
+        /* escaped when an odd number of backslashes stands before it */
+        for (b = q; b > p && b[-1] == '\\'; b--)
+            ;
+        if ((q - b) % 2 == 0)
+            return q + 1;
+        p = q + 1;
     }
     return NULL;
 }
@@ -270,6 +297,187 @@ static bool top_is_list(const char *p, const char *end)
     return list && items;
 }
 
+/* One item of a List at p: parsed (a new reference), *next past it and *after at the next item or
+ * the closing bracket; NULL when it is not an item the YAML reader would read the same. */
+static json_t *json_item(const struct doc_src *src, const char *p, const char *end, size_t *nodes,
+                         const char **next, const char **after)
+{
+    json_t *item = read_value(p, end, next);
+    const char *a;
+
+    if (!item)
+        return NULL;
+    /* Only an item followed by "," and another item, or by "]", is an item for the YAML reader
+     * too ("a": ... would make it a key, "," "]" is YAML only). */
+    a = skip_ws(*next, end);
+    if (a < end && *a == ',') {
+        a = skip_ws(a + 1, end);
+        if (a == end || *a == ']')
+            a = NULL;
+    } else if (a == end || *a != ']') {
+        a = NULL;
+    }
+    if (!a || !within_caps(src, item, 2, nodes)) {
+        json_decref(item);
+        return NULL;
+    }
+    *after = a;
+    return item;
+}
+
+/*
+ * A large List's items are parsed by two workers when the caller prepares them (struct doc_prep):
+ * the caller's thread takes the first half, a second thread the second half, each parsing and
+ * preparing on its own (its own memory, its own prepared values); the second keeps what it made
+ * until the first is done, then it is handed in order. Each worker's work stays on its core: it is
+ * the prepared values, not the parsed trees, that cross.
+ */
+struct half {
+    const struct doc_src *src;
+    const struct doc_prep *prep;
+    const char *p, *end; /* the first item of the half, the input's end */
+    size_t first;        /* its index */
+    atomic_bool stop;    /* the first worker has failed or stopped: drop everything */
+    /* results */
+    struct vec made; /* struct made_item */
+    size_t nodes;
+    const char *stopped_at; /* past the closing bracket, or NULL: not read to the end */
+    int r;                  /* 0, or NOT_MINE / -ENOMEM where it stopped */
+};
+
+struct made_item {
+    json_t *v;
+    struct doc_where where;
+};
+
+static void *half_run(void *arg)
+{
+    struct half *h = arg;
+    const char *p = h->p, *next, *after;
+
+    for (size_t i = h->first; p < h->end && *p != ']' && !atomic_load(&h->stop); i++) {
+        json_t *item = json_item(h->src, p, h->end, &h->nodes, &next, &after), *made;
+        struct made_item m;
+
+        if (!item) {
+            h->r = NOT_MINE;
+            return NULL;
+        }
+        made = h->prep->fn(h->prep->arg, 1, item);
+        json_decref(item);
+        m = (struct made_item){made,
+                               {0, i, h->src, (size_t)(p - h->src->text), (size_t)(next - p)}};
+        if (!made || vec_push(&h->made, &m) < 0) {
+            json_decref(made);
+            h->r = -ENOMEM;
+            return NULL;
+        }
+        p = after;
+    }
+    if (p < h->end && *p == ']')
+        h->stopped_at = p + 1;
+    return NULL;
+}
+
+/* Where the second half starts: the first item at or past the middle of the items, found by
+ * skipping items without parsing them; NULL when there is none or the items are not well formed. */
+static const char *middle_item(const char *p, const char *end, size_t *ret_index)
+{
+    const char *mid = p + (end - p) / 2;
+    size_t i = 0;
+
+    while (p < end && *p != ']') {
+        if (p >= mid && i > 0) {
+            *ret_index = i;
+            return p;
+        }
+        p = skip_value(p, end);
+        if (!p)
+            return NULL;
+        p = skip_ws(p, end);
+        if (p < end && *p == ',')
+            p = skip_ws(p + 1, end);
+        i++;
+    }
+    return NULL;
+}
+
+/* Hands the items from p (the first after the opening bracket) on; *done counts those handed,
+ * *next is past the closing bracket. */
+static int json_items(struct each *e, const char *p, const char *end, size_t *done, size_t *nodes,
+                      const char **ret_next, struct diag *d)
+{
+    const struct doc_src *src = e->src;
+    size_t split_at = SIZE_MAX, count = 0;
+    const char *next, *after, *second = NULL;
+    struct half *h = NULL;
+    pthread_t thread;
+    int r = 0;
+
+    if (e->prep &&
+        (size_t)(end - p) >= (e->prep->split_bytes ? e->prep->split_bytes : DOC_SPLIT_BYTES))
+        second = middle_item(p, end, &split_at);
+    if (second) {
+        h = calloc(1, sizeof(*h));
+        if (h) {
+            *h = (struct half){
+                .src = src, .prep = e->prep, .p = second, .end = end, .first = split_at};
+            vec_init(&h->made, sizeof(struct made_item), 0);
+            if (pthread_create(&thread, NULL, half_run, h) != 0) {
+                vec_release(&h->made);
+                free(h);
+                h = NULL;
+            }
+        }
+        if (!h)
+            split_at = SIZE_MAX;
+    }
+    for (size_t i = 0; r == 0 && p < end && *p != ']' && i < split_at; i++) {
+        _cleanup_json_ json_t *item = json_item(src, p, end, nodes, &next, &after);
+
+        if (!item) {
+            r = NOT_MINE;
+            break;
+        }
+        r = hand(e, item,
+                 &(struct doc_where){0, i, src, (size_t)(p - src->text), (size_t)(next - p)}, d);
+        if (r == 0)
+            *done = i + 1;
+        p = after;
+        count = i + 1;
+    }
+    if (h) {
+        /* Where jansson ended the first half must be where the quick scan began the second. */
+        if (r == 0 && (count != split_at || p != second))
+            r = NOT_MINE;
+        if (r != 0)
+            atomic_store(&h->stop, true);
+        pthread_join(thread, NULL);
+        for (size_t k = 0; k < h->made.len; k++) {
+            struct made_item *m = VEC_AT(&h->made, struct made_item, k);
+
+            if (r == 0 && (r = hand_prepared(e, m->v, true, &m->where, d)) == 0)
+                *done = m->where.item + 1;
+            json_decref(m->v);
+        }
+        vec_release(&h->made);
+        if (r == 0) {
+            r = h->r;
+            p = h->stopped_at ? h->stopped_at - 1 : end;
+            *nodes += h->nodes;
+            if (*nodes > src->max_nodes)
+                r = NOT_MINE;
+        }
+        free(h);
+    }
+    if (r != 0)
+        return r;
+    if (p == end || *p != ']')
+        return NOT_MINE;
+    *ret_next = p + 1;
+    return 0;
+}
+
 /* Hands the items of the List object at p one by one; *done counts them. */
 static int json_list(struct each *e, const char *p, const char *end, size_t *done, struct diag *d)
 {
@@ -304,34 +512,9 @@ static int json_list(struct each *e, const char *p, const char *end, size_t *don
             if (p == end || *p != '[')
                 return NOT_MINE;
             nodes++;
-            p = skip_ws(p + 1, end);
-            for (size_t i = 0; p < end && *p != ']'; i++) {
-                _cleanup_json_ json_t *item = read_value(p, end, &next);
-                const char *after;
-
-                if (!item || !within_caps(src, item, 2, &nodes))
-                    return NOT_MINE;
-                /* Only an item followed by "," and another item, or by "]", is an item for the
-                 * YAML reader too ("a": ... would make it a key, "," "]" is YAML only). */
-                after = skip_ws(next, end);
-                if (after < end && *after == ',') {
-                    after = skip_ws(after + 1, end);
-                    if (after == end || *after == ']')
-                        return NOT_MINE;
-                } else if (after == end || *after != ']') {
-                    return NOT_MINE;
-                }
-                r = hand(
-                    e, item,
-                    &(struct doc_where){0, i, src, (size_t)(p - src->text), (size_t)(next - p)}, d);
-                if (r != 0)
-                    return r;
-                *done = i + 1;
-                p = after;
-            }
-            if (p == end)
-                return NOT_MINE;
-            next = p + 1;
+            r = json_items(e, skip_ws(p + 1, end), end, done, &nodes, &next, d);
+            if (r != 0)
+                return r;
         } else {
             _cleanup_json_ json_t *v = read_value(p, end, &next);
 
@@ -372,10 +555,11 @@ static int json_each(struct each *e, size_t *done, struct diag *d)
 /* ---- loading --------------------------------------------------------------------------------- */
 
 /* The whole load on one thread: JSON first, the YAML reader for what JSON did not take. */
-static int load_text(struct doc_src *src, doc_each_fn fn, void *arg, struct diag *d)
+static int load_text(struct doc_src *src, const struct doc_prep *prep, doc_each_fn fn, void *arg,
+                     struct diag *d)
 {
     _cleanup_(doc_freep) struct doc *doc = NULL;
-    struct each e = {.src = src, .fn = fn, .arg = arg};
+    struct each e = {.src = src, .fn = fn, .arg = arg, .prep = prep};
     struct doc_parse_opts o = {.line0 = 1, .col0 = 1, .only_doc = DOC_EVERY};
     size_t done = 0;
     int r;
@@ -401,6 +585,13 @@ static int load_text(struct doc_src *src, doc_each_fn fn, void *arg, struct diag
 int doc_load_string_each(const char *name, const char *text, size_t len,
                          const struct doc_limits *limits, doc_each_fn fn, void *arg, struct diag *d)
 {
+    return doc_load_string_each_prep(name, text, len, limits, NULL, fn, arg, d);
+}
+
+int doc_load_string_each_prep(const char *name, const char *text, size_t len,
+                              const struct doc_limits *limits, const struct doc_prep *prep,
+                              doc_each_fn fn, void *arg, struct diag *d)
+{
     struct doc_src src = {.name = name ? name : "<input>", .text = text ? text : "", .len = len};
 
     if (!limits)
@@ -410,7 +601,7 @@ int doc_load_string_each(const char *name, const char *text, size_t len,
     if (len > limits->max_bytes)
         return diag_fail(d, -EFBIG, "%s: larger than %zu bytes", src.name, limits->max_bytes);
     src.max_nodes = doc_max_nodes(limits, len);
-    return load_text(&src, fn, arg, d);
+    return load_text(&src, prep, fn, arg, d);
 }
 
 int doc_load_file_each(const char *path, const struct doc_limits *limits, doc_each_fn fn, void *arg,

@@ -112,6 +112,23 @@ _wur_ int doc_load_file_each(const char *path, const struct doc_limits *limits, 
 _wur_ int doc_load_string_each(const char *name, const char *text, size_t len,
                                const struct doc_limits *limits, doc_each_fn fn, void *arg,
                                struct diag *d);
+/*
+ * The same with a step before fn: prep->fn makes what fn gets of each object (a new reference;
+ * NULL: out of memory), e.g. the parts the caller keeps. It may run on a second thread: the items
+ * of a JSON List of prep->split_bytes or more (0: DOC_SPLIT_BYTES) are parsed and prepared in two
+ * halves at once, the second half with worker 1, everything else with worker 0 — calls for one
+ * worker never overlap, calls for the two may. fn still gets everything in input order on the
+ * caller's thread.
+ */
+#define DOC_SPLIT_BYTES ((size_t)4 << 20)
+struct doc_prep {
+    json_t *(*fn)(void *arg, unsigned worker, json_t *value);
+    void *arg;
+    size_t split_bytes;
+};
+_wur_ int doc_load_string_each_prep(const char *name, const char *text, size_t len,
+                                    const struct doc_limits *limits, const struct doc_prep *prep,
+                                    doc_each_fn fn, void *arg, struct diag *d);
 /* Inside fn only: reads the value `where` names again, with a position per value in the lines and
  * columns of the whole input (JSON: only that value's text is read again). *ret holds it as its
  * one root; *ret is what doc_position and doc_member_position take. */

@@ -6,7 +6,9 @@
  * streaming one hands exactly its values (a List item by item); when it refuses it, the streaming
  * one refuses with the same message, or takes it only as JSON that jansson reads whole (JSON the
  * YAML reader cannot read, such as a DEL character in a string). Every value handed is read again
- * with positions (doc_where_reload), which must hold the same value when it succeeds.
+ * with positions (doc_where_reload), which must hold the same value when it succeeds. A second
+ * load with a preparing step and Lists split in two halves from the first byte (two threads) must
+ * give exactly what the first gave.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -71,19 +73,35 @@ static int whole(const char *text, size_t size, struct strbuf *out, struct diag 
     return 0;
 }
 
+/* The preparing step, splitting every List in two halves: what it makes must reach fn. */
+static json_t *prepare(void *arg, unsigned worker, json_t *v)
+{
+    (void)arg;
+    if (worker > 1)
+        abort();
+    return json_incref(v);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    struct strbuf want = STRBUF_INIT, got = STRBUF_INIT;
+    const struct doc_prep prep = {.fn = prepare, .split_bytes = 1};
+    struct strbuf want = STRBUF_INIT, got = STRBUF_INIT, got2 = STRBUF_INIT;
     const char *text = (const char *)data;
-    struct diag dw, de;
-    int rw, re;
+    struct diag dw, de, d2;
+    int rw, re, r2;
 
     diag_init(&dw);
     diag_init(&de);
+    diag_init(&d2);
     rw = whole(text, size, &want, &dw);
     re = doc_load_string_each("fuzz", text, size, &LIMITS, collect, &got, &de);
+    /* two workers give what one does */
+    r2 = doc_load_string_each_prep("fuzz", text, size, &LIMITS, &prep, collect, &got2, &d2);
+    if (r2 != re || strcmp(strbuf_str(&got), strbuf_str(&got2)) != 0 ||
+        (re < 0 && strcmp(de.msg, d2.msg) != 0))
+        abort();
     if (rw == 0) {
         if (re != 0 || strcmp(strbuf_str(&want), strbuf_str(&got)) != 0)
             abort();
@@ -100,5 +118,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     strbuf_release(&want);
     strbuf_release(&got);
+    strbuf_release(&got2);
     return 0;
 }

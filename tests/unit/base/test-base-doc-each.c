@@ -134,8 +134,20 @@ static int whole(const char *input, struct strbuf *out, struct diag *d)
     return 0;
 }
 
-/* Both loads of input agree: the same values, or the same error and message. */
-static void agree(const char *input)
+/* The preparing step: a copy, and a count of the calls per worker. */
+static size_t prepared[2];
+
+static json_t *copy(void *arg, unsigned worker, json_t *v)
+{
+    (void)arg;
+    assert_true(worker < 2);
+    __atomic_add_fetch(&prepared[worker], 1, __ATOMIC_RELAXED);
+    return json_deep_copy(v);
+}
+
+/* Both loads of input agree: the same values, or the same error and message; with a preparing
+ * step too, the List items split in two halves from the smallest size on. */
+static void agree_prep(const char *input, const struct doc_prep *prep)
 {
     _cleanup_strbuf_ struct strbuf want = STRBUF_INIT;
     struct diag dw, de;
@@ -147,7 +159,7 @@ static void agree(const char *input)
     rw = whole(input, &want, &dw);
     seen_init(&s, input);
     s.reload = rw == 0;
-    re = doc_load_string_each("t", input, strlen(input), &LIMITS, collect, &s, &de);
+    re = doc_load_string_each_prep("t", input, strlen(input), &LIMITS, prep, collect, &s, &de);
     if (rw != re || (rw == 0 && strcmp(strbuf_str(&want), strbuf_str(&s.text)) != 0) ||
         (rw < 0 && strcmp(dw.msg, de.msg) != 0))
         print_error("input: %s\nwhole (%d): %s%s\neach (%d): %s%s\n", input, rw, strbuf_str(&want),
@@ -158,6 +170,14 @@ static void agree(const char *input)
     else
         assert_string_equal(de.msg, dw.msg);
     strbuf_release(&s.text);
+}
+
+static void agree(const char *input)
+{
+    const struct doc_prep prep = {.fn = copy, .split_bytes = 1};
+
+    agree_prep(input, NULL);
+    agree_prep(input, &prep);
 }
 
 static const char *const AGREE[] = {
@@ -311,6 +331,47 @@ static void test_reload_positions(void **state)
     }
 }
 
+/* A List large enough to be split in halves: every item goes through the preparing step once,
+ * those of the second half with worker 1, and all come out in order. */
+static void test_two_workers(void **state)
+{
+    const struct doc_prep prep = {.fn = copy, .split_bytes = (size_t)64 << 10};
+    _cleanup_strbuf_ struct strbuf text = STRBUF_INIT;
+    const char *line;
+    struct diag d;
+    struct seen s;
+    size_t n = 0;
+
+    (void)state;
+    assert_int_equal(strbuf_addstr(&text, "{\"kind\": \"List\", \"items\": [\n"), 0);
+    while (text.len < prep.split_bytes * 2) {
+        assert_int_equal(strbuf_addf(&text,
+                                     "%s{\"kind\": \"Pod\", \"metadata\": {\"name\": \"p%zu\"}, "
+                                     "\"spec\": {\"x\": [1, 2, \"\\\"%050zu\"]}}",
+                                     n ? ",\n" : "", n, n),
+                         0);
+        n++;
+    }
+    assert_int_equal(strbuf_addstr(&text, "\n]}\n"), 0);
+    prepared[0] = prepared[1] = 0;
+    seen_init(&s, strbuf_str(&text));
+    assert_int_equal(
+        doc_load_string_each_prep("t", s.input, s.len, &LIMITS, &prep, collect, &s, &d), 0);
+    assert_int_equal(s.n, n);
+    assert_int_equal(prepared[0] + prepared[1], n);
+    assert_true(prepared[1] > n / 4 && prepared[0] > n / 4);
+    line = strbuf_str(&s.text);
+    for (size_t i = 0; i < n; i++) {
+        char want[128];
+
+        snprintf(want, sizeof(want), "0/%zu {\"kind\":\"Pod\",\"metadata\":{\"name\":\"p%zu\"}", i,
+                 i);
+        assert_memory_equal(line, want, strlen(want));
+        line = strchr(line, '\n') + 1;
+    }
+    strbuf_release(&s.text);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -319,6 +380,7 @@ int main(void)
         cmocka_unit_test(test_value_cap),
         cmocka_unit_test(test_callback_returns),
         cmocka_unit_test(test_reload_positions),
+        cmocka_unit_test(test_two_workers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
