@@ -232,6 +232,7 @@ static bool position_in(const char *msg, json_t *v, const struct doc_where *wher
 /* ---- loading --------------------------------------------------------------------------------- */
 
 struct loader {
+    dalloccmd_prep_fn prep;
     dalloccmd_add_fn add;
     void *target;
     /* add failed with this error and message, pointing at line:col (0: unknown); the load still
@@ -273,12 +274,20 @@ static double now_s(clockid_t clock)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static int load_one(struct dalloccmd_input *in, const char *cmd, size_t i, dalloccmd_add_fn add,
-                    void *target)
+static json_t *prepare(void *arg, unsigned worker, json_t *v)
+{
+    struct loader *l = arg;
+
+    return l->prep(l->target, worker, v);
+}
+
+static int load_one(struct dalloccmd_input *in, const char *cmd, size_t i, dalloccmd_prep_fn prep,
+                    dalloccmd_add_fn add, void *target)
 {
     const char *path = strcmp(in->files[i], "-") == 0 ? "/dev/stdin" : in->files[i];
     const struct doc_limits *lim = &doc_limits_manifest;
-    struct loader l = {.add = add, .target = target};
+    struct loader l = {.prep = prep, .add = add, .target = target};
+    const struct doc_prep dp = {.fn = prepare, .arg = &l};
     _cleanup_free_ char *text = NULL;
     size_t len = 0;
     struct diag d;
@@ -291,7 +300,7 @@ static int load_one(struct dalloccmd_input *in, const char *cmd, size_t i, dallo
     else if (r < 0)
         diag_fail(&d, r, "%s: %s", path, strerror(-r));
     else
-        r = doc_load_string_each(path, text, len, lim, on_value, &l, &d);
+        r = doc_load_string_each_prep(path, text, len, lim, prep ? &dp : NULL, on_value, &l, &d);
     in->bytes += len;
     if (r >= 0)
         return 0;
@@ -307,12 +316,18 @@ static int load_one(struct dalloccmd_input *in, const char *cmd, size_t i, dallo
 int dalloccmd_input_load(struct dalloccmd_input *in, const char *cmd, dalloccmd_add_fn add,
                          void *target)
 {
+    return dalloccmd_input_load_prep(in, cmd, NULL, add, target);
+}
+
+int dalloccmd_input_load_prep(struct dalloccmd_input *in, const char *cmd, dalloccmd_prep_fn prep,
+                              dalloccmd_add_fn add, void *target)
+{
     double t0 = now_s(CLOCK_MONOTONIC), c0 = now_s(CLOCK_PROCESS_CPUTIME_ID);
     int r = 0;
 
     in->bytes = 0;
     for (size_t i = 0; i < in->nfiles && r >= 0; i++)
-        r = load_one(in, cmd, i, add, target);
+        r = load_one(in, cmd, i, prep, add, target);
     in->load_s = now_s(CLOCK_MONOTONIC) - t0;
     in->load_cpu_s = now_s(CLOCK_PROCESS_CPUTIME_ID) - c0;
     return r;

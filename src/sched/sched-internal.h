@@ -56,7 +56,9 @@ struct sched {
     size_t last_shape_id;
     json_t *reasons; /* reason texts by id */
     json_t *reason_ids;
-    struct jdedup dedup; /* what sched_add keeps, shared (sched-load.c) */
+    /* what sched_add keeps, shared (sched-load.c): one table per worker of sched_prepare; the
+     * run's own for the claims it commits is the first */
+    struct jdedup dedup[2];
 };
 
 static inline const char *str_at(json_t *o, const char *a, const char *b)
@@ -85,11 +87,8 @@ static inline bool allocated(json_t *claim)
     return json_object_get(json_object_get(claim, "status"), "allocation") != NULL;
 }
 
-/* sched-load.c */
-/* What sched_add keeps of obj (borrowed): the fields the simulator reads, shared with the equal
- * values kept before. A new reference, NULL on ENOMEM. */
-json_t *sched_keep(struct sched *s, json_t *obj);
-/* Drops the table of kept values (after the last sched_add; sched_run starts a table of its own
+/* sched-load.c (and sched_prepare) */
+/* Drops the tables of kept values (after the last sched_add; sched_run starts a table of its own
  * for the claims it commits). */
 void sched_keep_done(struct sched *s);
 /* Of claims allocated by dalloc_try (taken), only each one's status.allocation, in an object

@@ -4,8 +4,9 @@
  * nodes: of Pods and Nodes only the fields the scheduler reads (a Pod's containers, a Node's
  * status, everybody's managedFields are dropped), and every kept value shared with the equal
  * values kept before (base-jdedup.h): the 40,000 devices of a 5,000-node cluster have a handful of
- * distinct product names and attribute objects, a workload's claims a handful of specs. The table
- * lives while objects are added; sched_run drops it (the values stay with their holders).
+ * distinct product names and attribute objects, a workload's claims a handful of specs. The tables
+ * (one per worker of sched_prepare, which the loader may run on two threads) live while objects
+ * are added; sched_run drops them (the values stay with their holders).
  *
  * A reader of a Pod or Node field not listed here must add it to the lists below.
  */
@@ -119,7 +120,7 @@ static json_t *without_bookkeeping(json_t *obj)
     return out;
 }
 
-json_t *sched_keep(struct sched *s, json_t *obj)
+json_t *sched_prepare(struct sched *s, unsigned worker, json_t *obj)
 {
     const char *kind = json_string_value(json_object_get(obj, "kind"));
     _cleanup_json_ json_t *kept = NULL;
@@ -130,12 +131,13 @@ json_t *sched_keep(struct sched *s, json_t *obj)
         kept = keep_fields(obj, NODE);
     else
         kept = without_bookkeeping(obj);
-    return kept ? jdedup_value(&s->dedup, kept) : NULL;
+    return kept ? jdedup_value(&s->dedup[worker % ARRAY_SIZE(s->dedup)], kept) : NULL;
 }
 
 void sched_keep_done(struct sched *s)
 {
-    jdedup_release(&s->dedup);
+    for (size_t i = 0; i < ARRAY_SIZE(s->dedup); i++)
+        jdedup_release(&s->dedup[i]);
 }
 
 json_t *sched_keep_allocations(json_t *claims)
@@ -167,7 +169,7 @@ json_t *sched_keep_claims(struct sched *s, json_t *claims)
         /* allocated_copies made the status objects: they are the run's own to change */
         json_t *status = json_object_get(c, "status");
         json_t *alloc = json_object_get(status, "allocation");
-        json_t *shared = alloc ? jdedup_value(&s->dedup, alloc) : NULL;
+        json_t *shared = alloc ? jdedup_value(&s->dedup[0], alloc) : NULL;
 
         if (alloc && (!shared || json_object_set_new(status, "allocation", shared) < 0)) {
             json_decref(claims);

@@ -87,7 +87,8 @@ static int add_claim(struct sched *s, json_t *obj, const char *key)
     return json_object_set(s->claims, key, obj) < 0 ? -ENOMEM : 0;
 }
 
-int sched_add(struct sched *s, json_t *obj, struct diag *d)
+/* Adds an object (or a List), prepared already unless in a List. */
+static int add(struct sched *s, json_t *obj, bool prepared, struct diag *d)
 {
     const char *kind = str_at(obj, "kind", NULL);
     _cleanup_json_ json_t *kept = NULL;
@@ -101,14 +102,16 @@ int sched_add(struct sched *s, json_t *obj, struct diag *d)
         json_t *it;
 
         json_array_foreach(json_object_get(obj, "items"), i,
-                           it) if ((r = sched_add(s, it, d)) < 0) return r;
+                           it) if ((r = add(s, it, false, d)) < 0) return r;
         return 0;
     }
-    kept = sched_keep(s, obj);
-    if (!kept)
-        return -ENOMEM;
-    obj = kept;
-    kind = str_at(obj, "kind", NULL);
+    if (!prepared) {
+        kept = sched_prepare(s, 0, obj);
+        if (!kept)
+            return -ENOMEM;
+        obj = kept;
+        kind = str_at(obj, "kind", NULL);
+    }
     if (strcmp(kind, "Pod") == 0 || strcmp(kind, "ResourceClaim") == 0 ||
         strcmp(kind, "ResourceClaimTemplate") == 0) {
         if (key_of(obj, key, sizeof(key)) < 0)
@@ -131,6 +134,16 @@ int sched_add(struct sched *s, json_t *obj, struct diag *d)
     if (strcmp(kind, "ResourceSlice") == 0 && str_at(obj, "spec", "nodeName"))
         return json_array_append(s->slices, obj) < 0 ? -ENOMEM : 0;
     return json_array_append(s->common, obj) < 0 ? -ENOMEM : 0;
+}
+
+int sched_add(struct sched *s, json_t *obj, struct diag *d)
+{
+    return add(s, obj, false, d);
+}
+
+int sched_add_prepared(struct sched *s, json_t *obj, struct diag *d)
+{
+    return add(s, obj, true, d);
 }
 
 /* What a pod brings: its pending claims, and where its allocated claims let it go. */

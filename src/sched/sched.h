@@ -31,6 +31,14 @@ void sched_set_budget(struct sched *s, uint64_t steps);
  * equal values added before (sched-load.c), so a cluster of thousands of nodes takes a fraction of
  * its size as JSON values. -EINVAL with d for a malformed Pod. */
 _wur_ int sched_add(struct sched *s, json_t *obj, struct diag *d);
+/*
+ * sched_add in two steps, for a loader that prepares objects on two threads
+ * (doc_load_string_each_prep): sched_prepare makes what sched_add keeps of obj (borrowed; a new
+ * reference, NULL on ENOMEM) with worker 0 or 1's own table of shared values, so calls for the two
+ * workers may run at once; sched_add_prepared then adds it (a List's items are prepared there).
+ */
+json_t *sched_prepare(struct sched *s, unsigned worker, json_t *obj);
+_wur_ int sched_add_prepared(struct sched *s, json_t *obj, struct diag *d);
 
 /* Per-phase times of the last sched_run, in seconds. */
 struct sched_stats {

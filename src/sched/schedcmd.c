@@ -114,9 +114,16 @@ static int parse(int argc, char **argv, struct cli_common *cc, struct opts *o)
     return 0;
 }
 
+/* Objects are prepared (what the scheduler keeps of them, shared) as they are parsed, on two
+ * threads for large JSON Lists, then added in input order. */
+static json_t *prepare(void *target, unsigned worker, json_t *obj)
+{
+    return sched_prepare(target, worker, obj);
+}
+
 static int add(void *target, json_t *obj, struct diag *d)
 {
-    return sched_add(target, obj, d);
+    return sched_add_prepared(target, obj, d);
 }
 
 static void progress(size_t done, size_t total, void *arg)
@@ -201,7 +208,7 @@ static int run(struct opts *o, double t_start)
     if (sched_new(&o->in.gates, &s) < 0)
         return CLI_EXIT_USAGE;
     sched_set_budget(s, o->in.budget);
-    if (dalloccmd_input_load(&o->in, "schedule", add, s) < 0)
+    if (dalloccmd_input_load_prep(&o->in, "schedule", prepare, add, s) < 0)
         return CLI_EXIT_USAGE;
     diag_init(&d);
     sched_printer_init(&pr, o->fmt);
