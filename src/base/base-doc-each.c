@@ -327,22 +327,27 @@ static json_t *json_item(const struct doc_src *src, const char *p, const char *e
 
 /*
  * A large List's items are parsed by two workers when the caller prepares them (struct doc_prep):
- * the caller's thread takes the first half, a second thread the second half, each parsing and
- * preparing on its own (its own memory, its own prepared values); the second keeps what it made
- * until the first is done, then it is handed in order. Each worker's work stays on its core: it is
- * the prepared values, not the parsed trees, that cross.
+ * a second thread takes the first half and the caller's thread the second, each parsing and
+ * preparing on its own (its own memory, its own prepared values); then the values are handed in
+ * order. Each worker's work stays on its core: it is the prepared values, not the parsed trees,
+ * that cross. The second thread takes the first half because what comes first in a cluster's file
+ * is usually its Nodes and ResourceSlices, which live as long as the process; what comes last
+ * (Pods, claims) is dropped while scheduling, and memory freed by this thread is reused by this
+ * thread only (glibc gives each thread its own arena).
  */
 struct half {
     const struct doc_src *src;
     const struct doc_prep *prep;
-    const char *p, *end; /* the first item of the half, the input's end */
-    size_t first;        /* its index */
-    atomic_bool stop;    /* the first worker has failed or stopped: drop everything */
+    unsigned worker;
+    const char *p, *stop, *end; /* its first item, where it ends (the other's first item, or the
+                                   closing bracket), the input's end */
+    size_t first;               /* the index of its first item */
+    atomic_bool *cancel;        /* set when the other half fails: no need to go on */
     /* results */
     struct vec made; /* struct made_item */
     size_t nodes;
-    const char *stopped_at; /* past the closing bracket, or NULL: not read to the end */
-    int r;                  /* 0, or NOT_MINE / -ENOMEM where it stopped */
+    const char *ended; /* where its last item ended (the next item or the closing bracket) */
+    int r;             /* 0, or NOT_MINE / -ENOMEM where it stopped */
 };
 
 struct made_item {
@@ -355,28 +360,48 @@ static void *half_run(void *arg)
     struct half *h = arg;
     const char *p = h->p, *next, *after;
 
-    for (size_t i = h->first; p < h->end && *p != ']' && !atomic_load(&h->stop); i++) {
-        json_t *item = json_item(h->src, p, h->end, &h->nodes, &next, &after), *made;
+    for (size_t i = h->first; p < h->stop && *p != ']'; i++) {
+        json_t *item, *made;
         struct made_item m;
 
-        if (!item) {
+        if (atomic_load(h->cancel)) {
             h->r = NOT_MINE;
             return NULL;
         }
-        made = h->prep->fn(h->prep->arg, 1, item);
+        item = json_item(h->src, p, h->end, &h->nodes, &next, &after);
+        if (!item) {
+            h->r = NOT_MINE;
+            atomic_store(h->cancel, true);
+            return NULL;
+        }
+        made = h->prep->fn(h->prep->arg, h->worker, item);
         json_decref(item);
         m = (struct made_item){made,
                                {0, i, h->src, (size_t)(p - h->src->text), (size_t)(next - p)}};
         if (!made || vec_push(&h->made, &m) < 0) {
             json_decref(made);
             h->r = -ENOMEM;
+            atomic_store(h->cancel, true);
             return NULL;
         }
         p = after;
     }
-    if (p < h->end && *p == ']')
-        h->stopped_at = p + 1;
+    h->ended = p;
     return NULL;
+}
+
+/* Hands a half's prepared values in order, as far as it got, and drops them. */
+static int hand_half(struct each *e, struct half *h, int r, size_t *done, struct diag *d)
+{
+    for (size_t k = 0; k < h->made.len; k++) {
+        struct made_item *m = VEC_AT(&h->made, struct made_item, k);
+
+        if (r == 0 && (r = hand_prepared(e, m->v, true, &m->where, d)) == 0)
+            *done = m->where.item + 1;
+        json_decref(m->v);
+    }
+    vec_release(&h->made);
+    return r != 0 ? r : h->r;
 }
 
 /* Where the second half starts: the first item at or past the middle of the items, found by
@@ -402,77 +427,84 @@ static const char *middle_item(const char *p, const char *end, size_t *ret_index
     return NULL;
 }
 
+/* The items in two halves at once; NOT_MINE when they cannot be split. */
+static int json_halves(struct each *e, const char *p, const char *end, size_t *done, size_t *nodes,
+                       const char **ret_next, struct diag *d)
+{
+    const struct doc_src *src = e->src;
+    atomic_bool cancel = false;
+    struct half first, second;
+    size_t at;
+    const char *mid = middle_item(p, end, &at);
+    pthread_t thread;
+    int r;
+
+    if (!mid)
+        return NOT_MINE;
+    first = (struct half){.src = src,
+                          .prep = e->prep,
+                          .worker = 1,
+                          .p = p,
+                          .stop = mid,
+                          .end = end,
+                          .first = 0,
+                          .cancel = &cancel};
+    second = (struct half){.src = src,
+                           .prep = e->prep,
+                           .worker = 0,
+                           .p = mid,
+                           .stop = end,
+                           .end = end,
+                           .first = at,
+                           .cancel = &cancel};
+    vec_init(&first.made, sizeof(struct made_item), 0);
+    vec_init(&second.made, sizeof(struct made_item), 0);
+    if (pthread_create(&thread, NULL, half_run, &first) != 0)
+        return NOT_MINE; /* nothing handed: one thread does it all */
+    half_run(&second);
+    pthread_join(thread, NULL);
+    /* Where jansson ended the first half must be where the quick scan began the second. */
+    if (first.r == 0 && first.ended != mid)
+        first.r = NOT_MINE;
+    r = hand_half(e, &first, 0, done, d);
+    r = hand_half(e, &second, r, done, d);
+    if (r != 0)
+        return r;
+    *nodes += first.nodes + second.nodes;
+    if (*nodes > src->max_nodes || second.ended == end || *second.ended != ']')
+        return NOT_MINE;
+    *ret_next = second.ended + 1;
+    return 0;
+}
+
 /* Hands the items from p (the first after the opening bracket) on; *done counts those handed,
  * *next is past the closing bracket. */
 static int json_items(struct each *e, const char *p, const char *end, size_t *done, size_t *nodes,
                       const char **ret_next, struct diag *d)
 {
     const struct doc_src *src = e->src;
-    size_t split_at = SIZE_MAX, count = 0;
-    const char *next, *after, *second = NULL;
-    struct half *h = NULL;
-    pthread_t thread;
-    int r = 0;
+    const char *next, *after;
+    int r;
 
     if (e->prep &&
-        (size_t)(end - p) >= (e->prep->split_bytes ? e->prep->split_bytes : DOC_SPLIT_BYTES))
-        second = middle_item(p, end, &split_at);
-    if (second) {
-        h = calloc(1, sizeof(*h));
-        if (h) {
-            *h = (struct half){
-                .src = src, .prep = e->prep, .p = second, .end = end, .first = split_at};
-            vec_init(&h->made, sizeof(struct made_item), 0);
-            if (pthread_create(&thread, NULL, half_run, h) != 0) {
-                vec_release(&h->made);
-                free(h);
-                h = NULL;
-            }
-        }
-        if (!h)
-            split_at = SIZE_MAX;
+        (size_t)(end - p) >= (e->prep->split_bytes ? e->prep->split_bytes : DOC_SPLIT_BYTES)) {
+        r = json_halves(e, p, end, done, nodes, ret_next, d);
+        if (r != NOT_MINE || *done > 0)
+            return r;
     }
-    for (size_t i = 0; r == 0 && p < end && *p != ']' && i < split_at; i++) {
+    for (size_t i = 0; p < end && *p != ']'; i++) {
         _cleanup_json_ json_t *item = json_item(src, p, end, nodes, &next, &after);
 
-        if (!item) {
-            r = NOT_MINE;
-            break;
-        }
+        if (!item)
+            return NOT_MINE;
         r = hand(e, item,
                  &(struct doc_where){0, i, src, (size_t)(p - src->text), (size_t)(next - p)}, d);
-        if (r == 0)
-            *done = i + 1;
-        p = after;
-        count = i + 1;
-    }
-    if (h) {
-        /* Where jansson ended the first half must be where the quick scan began the second. */
-        if (r == 0 && (count != split_at || p != second))
-            r = NOT_MINE;
         if (r != 0)
-            atomic_store(&h->stop, true);
-        pthread_join(thread, NULL);
-        for (size_t k = 0; k < h->made.len; k++) {
-            struct made_item *m = VEC_AT(&h->made, struct made_item, k);
-
-            if (r == 0 && (r = hand_prepared(e, m->v, true, &m->where, d)) == 0)
-                *done = m->where.item + 1;
-            json_decref(m->v);
-        }
-        vec_release(&h->made);
-        if (r == 0) {
-            r = h->r;
-            p = h->stopped_at ? h->stopped_at - 1 : end;
-            *nodes += h->nodes;
-            if (*nodes > src->max_nodes)
-                r = NOT_MINE;
-        }
-        free(h);
+            return r;
+        *done = i + 1;
+        p = after;
     }
-    if (r != 0)
-        return r;
-    if (p == end || *p != ']')
+    if (p == end)
         return NOT_MINE;
     *ret_next = p + 1;
     return 0;
@@ -555,6 +587,143 @@ static int json_each(struct each *e, size_t *done, struct diag *d)
 /* ---- loading --------------------------------------------------------------------------------- */
 
 /* The whole load on one thread: JSON first, the YAML reader for what JSON did not take. */
+static void line_col_at(const char *text, size_t off, int *ret_line, int *ret_col);
+
+/*
+ * A large YAML stream in two halves at once, as a large JSON List (struct half): split at a
+ * document start ("---" at the start of a line, which YAML allows inside no value: it ends a block
+ * scalar's document and is an error in a quoted one), the first half read by a second thread,
+ * the second by the caller's, each building and preparing its documents; nothing is handed before
+ * both are done, and when either half is not read without an error the stream is read again
+ * whole, so that errors and their positions are the one-thread ones.
+ */
+struct yhalf {
+    struct doc_src part; /* the half's text */
+    const struct doc_prep *prep;
+    unsigned worker;
+    int line0;
+    struct vec made; /* struct made_item, with the documents' indexes in the half */
+    size_t docs;     /* documents read */
+    int r;
+};
+
+static int yhalf_keep(struct yhalf *h, json_t *v, size_t doc, size_t item)
+{
+    struct made_item m = {h->prep->fn(h->prep->arg, h->worker, v), {doc, item, NULL, 0, 0}};
+
+    if (!m.v)
+        return -ENOMEM;
+    if (vec_push(&h->made, &m) < 0) {
+        json_decref(m.v);
+        return -ENOMEM;
+    }
+    return 0;
+}
+
+/* The half's each(): document `index` prepared, a List item by item (as hand_doc hands it). */
+static int yhalf_doc(void *arg, json_t *root, size_t index, struct diag *d)
+{
+    struct yhalf *h = arg;
+    json_t *items = json_object_get(root, "items");
+    int r = 0;
+
+    (void)d;
+    h->docs = index + 1;
+    if (!is_list(root))
+        return yhalf_keep(h, root, index, DOC_WHOLE);
+    for (size_t i = 0; r >= 0 && i < json_array_size(items); i++) {
+        json_t *item = json_incref(json_array_get(items, i));
+
+        r = json_array_set(items, i, json_null()) < 0 ? -ENOMEM : yhalf_keep(h, item, index, i);
+        json_decref(item);
+    }
+    return r;
+}
+
+static void *yhalf_run(void *arg)
+{
+    struct yhalf *h = arg;
+    _cleanup_(doc_freep) struct doc *doc = NULL;
+    struct doc_parse_opts o = {.max_nodes = h->part.max_nodes,
+                               .only_doc = DOC_EVERY,
+                               .line0 = h->line0,
+                               .col0 = 1,
+                               .each = yhalf_doc,
+                               .each_arg = h};
+
+    h->r = doc_new(h->part.name, &doc);
+    if (h->r >= 0)
+        h->r = doc_parse_text(doc, h->part.text, h->part.len, &o, NULL);
+    return NULL;
+}
+
+static void yhalf_drop(struct yhalf *h)
+{
+    for (size_t k = 0; k < h->made.len; k++)
+        json_decref(VEC_AT(&h->made, struct made_item, k)->v);
+    vec_release(&h->made);
+}
+
+/* Where the second half starts: a "---" line at or past the middle; NULL when there is none. */
+static const char *middle_document(const char *text, size_t len)
+{
+    const char *end = text + len, *p = text + len / 2;
+
+    while ((p = memchr(p, '\n', (size_t)(end - p)))) {
+        p++;
+        if (end - p >= 3 && memcmp(p, "---", 3) == 0 && (end - p == 3 || strchr(" \t\r\n", p[3])))
+            return p;
+    }
+    return NULL;
+}
+
+/* The stream in two halves; NOT_MINE (with nothing handed) when it cannot be read so. */
+static int yaml_halves(struct each *e, struct diag *d)
+{
+    const struct doc_src *src = e->src;
+    const char *mid = middle_document(src->text, src->len);
+    struct yhalf first, second;
+    pthread_t thread;
+    int r;
+
+    if (!mid)
+        return NOT_MINE;
+    first = (struct yhalf){.part = *src, .prep = e->prep, .worker = 1, .line0 = 1};
+    first.part.len = (size_t)(mid - src->text);
+    second = (struct yhalf){.part = *src, .prep = e->prep, .worker = 0};
+    second.part.text = mid;
+    second.part.len = src->len - first.part.len;
+    line_col_at(src->text, first.part.len, &second.line0, &r);
+    vec_init(&first.made, sizeof(struct made_item), 0);
+    vec_init(&second.made, sizeof(struct made_item), 0);
+    if (pthread_create(&thread, NULL, yhalf_run, &first) != 0)
+        return NOT_MINE;
+    yhalf_run(&second);
+    pthread_join(thread, NULL);
+    if (first.r < 0 || second.r < 0) {
+        yhalf_drop(&first);
+        yhalf_drop(&second);
+        return NOT_MINE;
+    }
+    /* The documents of the first half, then those of the second, numbered on. */
+    r = 0;
+    for (int k = 0; k < 2; k++) {
+        struct yhalf *h = k ? &second : &first;
+
+        for (size_t i = 0; i < h->made.len; i++) {
+            struct made_item *m = VEC_AT(&h->made, struct made_item, i);
+
+            m->where.src = src;
+            m->where.doc += k ? first.docs : 0;
+            if (r == 0)
+                r = hand_prepared(e, m->v, true, &m->where, d);
+        }
+    }
+    yhalf_drop(&first);
+    yhalf_drop(&second);
+    return r;
+}
+
 static int load_text(struct doc_src *src, const struct doc_prep *prep, doc_each_fn fn, void *arg,
                      struct diag *d)
 {
@@ -565,6 +734,9 @@ static int load_text(struct doc_src *src, const struct doc_prep *prep, doc_each_
     int r;
 
     r = json_each(&e, &done, d);
+    if (r == NOT_MINE && done == 0 && prep &&
+        src->len >= (prep->split_bytes ? prep->split_bytes : DOC_SPLIT_BYTES))
+        r = yaml_halves(&e, d);
     if (r == NOT_MINE) {
         e.skip = done;
         o.max_nodes = src->max_nodes;

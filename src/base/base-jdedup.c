@@ -26,10 +26,13 @@ void jdedup_init(struct jdedup *t)
 
 void jdedup_release(struct jdedup *t)
 {
+    bool copy = t->copy;
+
     for (size_t i = 0; i < t->alloc; i++)
         json_decref(t->slots[i].v);
     free(t->slots);
     jdedup_init(t);
+    t->copy = copy;
 }
 
 size_t jdedup_size(const struct jdedup *t)
@@ -161,11 +164,26 @@ static json_t *find(const struct jdedup *t, uint64_t h, const json_t *v, const s
     return NULL;
 }
 
-/* A new container of v's type holding p's elements (under p's keys). */
+/* A new value equal to v: a scalar's copy, or a container of v's type holding p's elements (under
+ * p's keys). */
 static json_t *rebuild(const json_t *v, const struct parts *p)
 {
-    json_t *c = json_is_array(v) ? json_array() : json_object();
+    json_t *c;
 
+    switch (json_typeof(v)) {
+    case JSON_STRING:
+        return json_stringn_nocheck(p->s, p->len);
+    case JSON_INTEGER:
+        return json_integer(json_integer_value(v));
+    case JSON_REAL:
+        return json_real(json_real_value(v));
+    case JSON_ARRAY:
+    case JSON_OBJECT:
+        break;
+    default:
+        return json_incref((json_t *)v);
+    }
+    c = json_is_array(v) ? json_array() : json_object();
     if (!c)
         return NULL;
     for (size_t i = 0; i < p->n; i++) {
@@ -275,7 +293,7 @@ static json_t *dedup(struct jdedup *t, json_t *v, unsigned depth)
         parts_release(&p);
         return found;
     }
-    keep = p.changed ? rebuild(v, &p) : json_incref(v);
+    keep = t->copy || p.changed ? rebuild(v, &p) : json_incref(v);
     parts_release(&p);
     if (!keep)
         return NULL;

@@ -26,16 +26,20 @@ struct jdedup {
     struct jdedup_slot *slots;
     size_t used;
     size_t alloc; /* a power of two, or 0 */
+    /* Keep copies, never the values passed in: what the table holds is then allocated in one run,
+     * apart from the memory of what it was passed (a parser's, to be freed), which leaves no
+     * holes between the values kept. */
+    bool copy;
 };
 
 /* An empty table (a zeroed struct jdedup is one too). */
 void jdedup_init(struct jdedup *t);
-/* Drops the table's references (the values live on in whoever holds them). */
+/* Drops the table's references (the values live on in whoever holds them); copy stays. */
 void jdedup_release(struct jdedup *t);
 
 /* The value equal to v that the table holds, made of shared parts: v itself when no equal value
- * passed before and its parts are already the shared ones, else a new container of the shared
- * parts or the earlier equal value. v is borrowed and never modified; the result is a new
+ * passed before and its parts are already the shared ones (a copy of it when t->copy), else a new
+ * container of the shared parts or the earlier equal value. v is borrowed and never modified; the result is a new
  * reference (NULL: out of memory). Values nested deeper than JDEDUP_MAX_DEPTH are not shared. */
 #define JDEDUP_MAX_DEPTH 128
 json_t *jdedup_value(struct jdedup *t, json_t *v);

@@ -372,6 +372,37 @@ static void test_two_workers(void **state)
     strbuf_release(&s.text);
 }
 
+/* The same for a YAML stream split at a document start: documents numbered on across the halves,
+ * a List item by item, empty documents as null. */
+static void test_two_workers_yaml(void **state)
+{
+    const struct doc_prep prep = {.fn = copy, .split_bytes = (size_t)64 << 10};
+    _cleanup_strbuf_ struct strbuf text = STRBUF_INIT, want = STRBUF_INIT;
+    struct diag d;
+    struct seen s;
+    size_t n = 0;
+
+    (void)state;
+    while (text.len < prep.split_bytes * 2) {
+        assert_int_equal(strbuf_addf(&text,
+                                     "---\nkind: Pod\nmetadata: {name: p%zu}\nspec:\n  x: |\n"
+                                     "    %050zu\n",
+                                     n, n),
+                         0);
+        if (n % 100 == 0)
+            assert_int_equal(strbuf_addstr(&text, "---\nkind: List\nitems: [1, {a: b}]\n---\n"), 0);
+        n++;
+    }
+    assert_int_equal(whole(strbuf_str(&text), &want, &d), 0);
+    prepared[0] = prepared[1] = 0;
+    seen_init(&s, strbuf_str(&text));
+    assert_int_equal(
+        doc_load_string_each_prep("t", s.input, s.len, &LIMITS, &prep, collect, &s, &d), 0);
+    assert_string_equal(strbuf_str(&s.text), strbuf_str(&want));
+    assert_true(prepared[1] > n / 4 && prepared[0] > n / 4);
+    strbuf_release(&s.text);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -381,6 +412,7 @@ int main(void)
         cmocka_unit_test(test_callback_returns),
         cmocka_unit_test(test_reload_positions),
         cmocka_unit_test(test_two_workers),
+        cmocka_unit_test(test_two_workers_yaml),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
