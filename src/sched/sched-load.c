@@ -138,6 +138,8 @@ void sched_keep_done(struct sched *s)
 {
     for (size_t i = 0; i < ARRAY_SIZE(s->dedup); i++)
         jdedup_release(&s->dedup[i]);
+    /* the run shares the parts of the allocations it makes itself: no need to copy them */
+    s->dedup[0].copy = false;
 }
 
 json_t *sched_keep_allocations(json_t *claims)

@@ -41,6 +41,9 @@ int sched_new(const struct dalloc_gates *gates, struct sched **ret)
     s->shapes = json_object();
     s->reasons = json_array();
     s->reason_ids = json_object();
+    /* What is kept while loading is copied out of the parser's memory, so that it lies in one
+     * run of memory instead of between the holes parsing leaves (sched-load.c). */
+    s->dedup[0].copy = s->dedup[1].copy = true;
     if (!s->common || !s->slices || !s->claims || !s->templates || !s->pods || !s->node_objs ||
         !s->bound || !s->node_index || !s->pool_owner || !s->spread_slices || !s->shared_claims ||
         !s->shapes || !s->reasons || !s->reason_ids) {
