@@ -39,8 +39,9 @@ void jdedup_release(struct jdedup *t);
 
 /* The value equal to v that the table holds, made of shared parts: v itself when no equal value
  * passed before and its parts are already the shared ones (a copy of it when t->copy), else a new
- * container of the shared parts or the earlier equal value. v is borrowed and never modified; the result is a new
- * reference (NULL: out of memory). Values nested deeper than JDEDUP_MAX_DEPTH are not shared. */
+ * container of the shared parts or the earlier equal value. v is borrowed and never modified; the
+ * result is a new reference (NULL: out of memory). Values nested deeper than JDEDUP_MAX_DEPTH are
+ * not shared. */
 #define JDEDUP_MAX_DEPTH 128
 json_t *jdedup_value(struct jdedup *t, json_t *v);
 
