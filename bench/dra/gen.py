@@ -30,9 +30,12 @@ and Pods referencing it.
   mixed   --mix single=0.8,pcie4=0.1,nvlink4=0.1 (fractions of --pods)
 
 Only the standard library; the output is written with string templates so 5,000 nodes take a few
-seconds. python3-yaml is used only by --check (re-parse the output).
+seconds. python3-yaml is used only by --check (re-parse the output). Nothing is random: the same
+arguments always give the same bytes. --what all writes the cluster and the workload as one file,
+all.<fmt> (the input of `gpuplane schedule -f all.json`).
 """
 import argparse
+import itertools
 import json
 import os
 import sys
@@ -256,15 +259,22 @@ def write_workload_yaml(args, out):
 # ---- main -------------------------------------------------------------------------------------
 
 def emit(args, what, out, nodes=None, classes=True):
+    """Writes the cluster, the workload or both ("all": the cluster's objects, then the
+    workload's, in one List or one stream)."""
     if args.format == "json":
-        objs = cluster_objects(args, nodes, classes) if what == "cluster" else workload_objects(args)
+        objs = []
+        if what in ("cluster", "all"):
+            objs = itertools.chain(objs, cluster_objects(args, nodes, classes))
+        if what in ("workload", "all"):
+            objs = itertools.chain(objs, workload_objects(args))
         out.write('{"apiVersion": "v1", "kind": "List", "items": [\n')
         for i, o in enumerate(objs):
             out.write((",\n" if i else "") + json.dumps(o, separators=(",", ":")))
         out.write("\n]}\n")
-    elif what == "cluster":
+        return
+    if what in ("cluster", "all"):
         write_cluster_yaml(args, out, nodes, classes)
-    else:
+    if what in ("workload", "all"):
         write_workload_yaml(args, out)
 
 
@@ -299,7 +309,8 @@ def main():
     ap.add_argument("--templates", action="store_true", help="ResourceClaimTemplates instead of per-pod claims")
     ap.add_argument("--namespace", default="bench")
     ap.add_argument("--format", choices=["yaml", "json"], default="yaml")
-    ap.add_argument("--what", choices=["cluster", "workload", "both"], default="both")
+    ap.add_argument("--what", choices=["cluster", "workload", "both", "all"], default="both",
+                    help="both: cluster.<fmt> and workload.<fmt>; all: both in one file, all.<fmt>")
     ap.add_argument("--out", help="directory for cluster.<fmt> and workload.<fmt> (default: stdout)")
     ap.add_argument("--nodes-per-file", type=int, default=0,
                     help="split the cluster into cluster-NNN.<fmt> files of this many nodes (the first also "
@@ -319,6 +330,8 @@ def main():
               "they are unschedulable", file=sys.stderr)
 
     whats = ["cluster", "workload"] if args.what == "both" else [args.what]
+    if args.what == "all" and args.nodes_per_file > 0:
+        ap.error("--what all writes one file: no --nodes-per-file")
     t0 = time.monotonic()
     if not args.out:
         for what in whats:
