@@ -182,11 +182,11 @@ static void agree(const char *input)
 
 static const char *const AGREE[] = {
     /* JSON Lists: kind before and after items, spacing, nesting, nulls */
-    "{\"apiVersion\": \"v1\", \"kind\": \"List\", \"items\": [{\"a\": 1}, {\"b\": [1, 2.5, "
-    "-3e2]}]}",
-    "{\n  \"apiVersion\": \"v1\",\n  \"items\": [\n    {\n      \"kind\": \"Pod\",\n      \"x\": "
-    "\"caf\\u00e9 \\ud83d\\ude00\"\n    },\n    null,\n    7\n  ],\n  \"kind\": \"List\",\n  "
-    "\"metadata\": {}\n}\n",
+    ("{\"apiVersion\": \"v1\", \"kind\": \"List\", \"items\": [{\"a\": 1}, {\"b\": [1, 2.5, "
+     "-3e2]}]}"),
+    ("{\n  \"apiVersion\": \"v1\",\n  \"items\": [\n    {\n      \"kind\": \"Pod\",\n      \"x\": "
+     "\"caf\\u00e9 \\ud83d\\ude00\"\n    },\n    null,\n    7\n  ],\n  \"kind\": \"List\",\n  "
+     "\"metadata\": {}\n}\n"),
     "{\"kind\":\"List\",\"items\":[]}",
     "{\"items\":[{\"kind\":\"List\",\"items\":[{\"a\":true}]}],\"kind\":\"List\"}",
     "\t{\"kind\" : \"List\" , \"items\" : [ {\"k\":\"v\"} , {\"k\":false} ] }\r\n",

@@ -23,14 +23,14 @@
 #include "sched-print.h"
 
 static const char *const RESULTS[] = {
-    "{\"pod\": \"default/p1\", \"node\": \"n1\", \"score\": 1, \"devices\": "
-    "[\"p1-gpus/gpus=gpu.nvidia.com/n1/gpu-0\", \"p1-gpus/gpus=gpu.nvidia.com/n1/gpu-1\"], "
-    "\"reasons\": {}}",
-    "{\"pod\": \"bench/p2\", \"node\": null, \"score\": 0, \"devices\": [], \"reasons\": "
-    "{\"cannot allocate all claims\": 2, \"node(s) had untolerated taint {k: v}\": 1}, "
-    "\"message\": \"0/3 nodes are available: 2 cannot allocate all claims.\"}",
-    "{\"pod\": \"default/caf\\u00e9 \\\"q\\\"\\n\", \"node\": \"n-2\", \"score\": 0, "
-    "\"devices\": [\"c/r=a/p/d\"], \"reasons\": {\"x\": 1}}",
+    ("{\"pod\": \"default/p1\", \"node\": \"n1\", \"score\": 1, \"devices\": "
+     "[\"p1-gpus/gpus=gpu.nvidia.com/n1/gpu-0\", \"p1-gpus/gpus=gpu.nvidia.com/n1/gpu-1\"], "
+     "\"reasons\": {}}"),
+    ("{\"pod\": \"bench/p2\", \"node\": null, \"score\": 0, \"devices\": [], \"reasons\": "
+     "{\"cannot allocate all claims\": 2, \"node(s) had untolerated taint {k: v}\": 1}, "
+     "\"message\": \"0/3 nodes are available: 2 cannot allocate all claims.\"}"),
+    ("{\"pod\": \"default/caf\\u00e9 \\\"q\\\"\\n\", \"node\": \"n-2\", \"score\": 0, "
+     "\"devices\": [\"c/r=a/p/d\"], \"reasons\": {\"x\": 1}}"),
     "{\"pod\": \"default/p4\", \"node\": null, \"score\": 0, \"devices\": [], \"reasons\": {}}",
 };
 
