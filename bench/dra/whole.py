@@ -168,13 +168,13 @@ def main():
     ap.add_argument("--json", help="also write every run to FILE ('-': stdout instead of the table)")
     args = ap.parse_args()
 
-    todo = scenarios(args.nodes)
+    selected = scenarios(args.nodes)
     wanted = [n for a in args.scenario for n in a.split(",") if n]
     if wanted:
-        unknown = set(wanted) - {s[0] for s in todo}
+        unknown = set(wanted) - {s[0] for s in selected}
         if unknown:
             ap.error(f"unknown scenario {', '.join(sorted(unknown))}")
-        todo = [s for s in todo if s[0] in wanted]
+        selected = [s for s in selected if s[0] in wanted]
     binaries = []
     for b in args.builds:
         binary = pathlib.Path(b).resolve() / "gpuplane"
@@ -186,7 +186,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="bench-dra-whole-") as tmp:
         base = pathlib.Path(args.keep).resolve() if args.keep else pathlib.Path(tmp)
         work = pathlib.Path(tmp)
-        for name, f, nodes, pods in todo:
+        for name, f, nodes, pods in selected:
             print(f"{name}: generating ...", file=sys.stderr, flush=True)
             path = generate(base, name, f, nodes, pods)
             size = path.stat().st_size
