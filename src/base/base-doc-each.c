@@ -781,15 +781,10 @@ int doc_load_file_each(const char *path, const struct doc_limits *limits, doc_ea
 {
     _cleanup_free_ char *text = NULL;
     size_t len;
-    int r;
+    int r = doc_read_file(path, &limits, &text, &len, d);
 
-    if (!limits)
-        limits = &doc_limits_config;
-    r = file_read_all(path, limits->max_bytes, &text, &len);
-    if (r == -EFBIG)
-        return diag_fail(d, r, "%s: larger than %zu bytes", path, limits->max_bytes);
     if (r < 0)
-        return diag_fail(d, r, "%s: %s", path, strerror(-r));
+        return r;
     return doc_load_string_each(path, text, len, limits, fn, arg, d);
 }
 

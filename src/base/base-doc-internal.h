@@ -113,3 +113,8 @@ int doc_fail_mark(const struct doc *doc, struct diag *d, int line, int col, int 
  * (returned with a reference). */
 _wur_ int doc_scalar_resolve(const struct doc *doc, struct diag *d, struct fy_event *ev, int line,
                              int col, json_t **ret);
+
+/* Reads the file at path within *limits (NULL: doc_limits_config, written back) into *ret_text
+ * (the caller frees it); errors "path: larger than N bytes" or "path: <strerror>" in d. */
+_wur_ int doc_read_file(const char *path, const struct doc_limits **limits, char **ret_text,
+                        size_t *ret_len, struct diag *d);

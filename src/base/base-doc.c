@@ -584,20 +584,30 @@ int doc_load_string(const char *name, const char *text, size_t len, struct diag 
     return doc_load_string_limits(name, text, len, &doc_limits_config, d, ret);
 }
 
+int doc_read_file(const char *path, const struct doc_limits **limits, char **ret_text,
+                  size_t *ret_len, struct diag *d)
+{
+    int r;
+
+    if (!*limits)
+        *limits = &doc_limits_config;
+    r = file_read_all(path, (*limits)->max_bytes, ret_text, ret_len);
+    if (r == -EFBIG)
+        return diag_fail(d, r, "%s: larger than %zu bytes", path, (*limits)->max_bytes);
+    if (r < 0)
+        return diag_fail(d, r, "%s: %s", path, strerror(-r));
+    return 0;
+}
+
 int doc_load_file_limits(const char *path, const struct doc_limits *limits, struct diag *d,
                          struct doc **ret)
 {
     _cleanup_free_ char *text = NULL;
     size_t len;
-    int r;
+    int r = doc_read_file(path, &limits, &text, &len, d);
 
-    if (!limits)
-        limits = &doc_limits_config;
-    r = file_read_all(path, limits->max_bytes, &text, &len);
-    if (r == -EFBIG)
-        return diag_fail(d, r, "%s: larger than %zu bytes", path, limits->max_bytes);
     if (r < 0)
-        return diag_fail(d, r, "%s: %s", path, strerror(-r));
+        return r;
     return doc_load_string_limits(path, text, len, limits, d, ret);
 }
 
