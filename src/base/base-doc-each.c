@@ -297,12 +297,49 @@ static bool top_is_list(const char *p, const char *end)
     return list && items;
 }
 
+/* A reader into the worker's table when the caller wants items shared as they are read; false
+ * when it does not. */
+static bool jread_for(struct jread *jr, const struct doc_src *src, const struct doc_prep *prep,
+                      unsigned worker)
+{
+    if (!prep || !prep->table)
+        return false;
+    jread_init(jr, prep->table(prep->arg, worker));
+    jr->keep = prep->keep;
+    jr->keep_arg = prep->arg;
+    jr->level = 2; /* a List's items sit in the List and its items */
+    jr->max_depth = DOC_MAX_DEPTH;
+    jr->max_nodes = src->max_nodes;
+    return true;
+}
+
+/* An item read by jansson (jr NULL) or straight into shared values: a new reference. */
+static json_t *item_value(const struct doc_src *src, struct jread *jr, const char *p,
+                          const char *end, size_t *nodes, const char **next)
+{
+    json_t *item;
+    int err;
+
+    if (!jr) {
+        item = read_value(p, end, next);
+        if (item && !within_caps(src, item, 2, nodes)) {
+            json_decref(item);
+            return NULL;
+        }
+        return item;
+    }
+    jr->nodes = *nodes;
+    item = jread_value(jr, p, end, next, &err);
+    *nodes = jr->nodes;
+    return json_incref(item);
+}
+
 /* One item of a List at p: parsed (a new reference), *next past it and *after at the next item or
  * the closing bracket; NULL when it is not an item the YAML reader would read the same. */
-static json_t *json_item(const struct doc_src *src, const char *p, const char *end, size_t *nodes,
-                         const char **next, const char **after)
+static json_t *json_item(const struct doc_src *src, struct jread *jr, const char *p,
+                         const char *end, size_t *nodes, const char **next, const char **after)
 {
-    json_t *item = read_value(p, end, next);
+    json_t *item = item_value(src, jr, p, end, nodes, next);
     const char *a;
 
     if (!item)
@@ -317,7 +354,7 @@ static json_t *json_item(const struct doc_src *src, const char *p, const char *e
     } else if (a == end || *a != ']') {
         a = NULL;
     }
-    if (!a || !within_caps(src, item, 2, nodes)) {
+    if (!a) {
         json_decref(item);
         return NULL;
     }
@@ -359,6 +396,8 @@ static void *half_run(void *arg)
 {
     struct half *h = arg;
     const char *p = h->p, *next, *after;
+    struct jread jr;
+    bool shared = jread_for(&jr, h->src, h->prep, h->worker);
 
     for (size_t i = h->first; p < h->stop && *p != ']'; i++) {
         json_t *item, *made;
@@ -366,13 +405,13 @@ static void *half_run(void *arg)
 
         if (atomic_load(h->cancel)) {
             h->r = NOT_MINE;
-            return NULL;
+            break;
         }
-        item = json_item(h->src, p, h->end, &h->nodes, &next, &after);
+        item = json_item(h->src, shared ? &jr : NULL, p, h->end, &h->nodes, &next, &after);
         if (!item) {
             h->r = NOT_MINE;
             atomic_store(h->cancel, true);
-            return NULL;
+            break;
         }
         made = h->prep->fn(h->prep->arg, h->worker, item);
         json_decref(item);
@@ -382,10 +421,12 @@ static void *half_run(void *arg)
             json_decref(made);
             h->r = -ENOMEM;
             atomic_store(h->cancel, true);
-            return NULL;
+            break;
         }
         p = after;
     }
+    if (shared)
+        jread_release(&jr);
     h->ended = p;
     return NULL;
 }
@@ -477,23 +518,16 @@ static int json_halves(struct each *e, const char *p, const char *end, size_t *d
     return 0;
 }
 
-/* Hands the items from p (the first after the opening bracket) on; *done counts those handed,
- * *next is past the closing bracket. */
-static int json_items(struct each *e, const char *p, const char *end, size_t *done, size_t *nodes,
-                      const char **ret_next, struct diag *d)
+/* Hands the items from p on, one at a time, read by jansson or by jr. */
+static int json_items_one(struct each *e, struct jread *jr, const char *p, const char *end,
+                          size_t *done, size_t *nodes, const char **ret_next, struct diag *d)
 {
     const struct doc_src *src = e->src;
     const char *next, *after;
     int r;
 
-    if (e->prep &&
-        (size_t)(end - p) >= (e->prep->split_bytes ? e->prep->split_bytes : DOC_SPLIT_BYTES)) {
-        r = json_halves(e, p, end, done, nodes, ret_next, d);
-        if (r != NOT_MINE || *done > 0)
-            return r;
-    }
     for (size_t i = 0; p < end && *p != ']'; i++) {
-        _cleanup_json_ json_t *item = json_item(src, p, end, nodes, &next, &after);
+        _cleanup_json_ json_t *item = json_item(src, jr, p, end, nodes, &next, &after);
 
         if (!item)
             return NOT_MINE;
@@ -508,6 +542,28 @@ static int json_items(struct each *e, const char *p, const char *end, size_t *do
         return NOT_MINE;
     *ret_next = p + 1;
     return 0;
+}
+
+/* Hands the items from p (the first after the opening bracket) on; *done counts those handed,
+ * *next is past the closing bracket. */
+static int json_items(struct each *e, const char *p, const char *end, size_t *done, size_t *nodes,
+                      const char **ret_next, struct diag *d)
+{
+    struct jread jr;
+    bool shared;
+    int r;
+
+    if (e->prep &&
+        (size_t)(end - p) >= (e->prep->split_bytes ? e->prep->split_bytes : DOC_SPLIT_BYTES)) {
+        r = json_halves(e, p, end, done, nodes, ret_next, d);
+        if (r != NOT_MINE || *done > 0)
+            return r;
+    }
+    shared = jread_for(&jr, e->src, e->prep, 0);
+    r = json_items_one(e, shared ? &jr : NULL, p, end, done, nodes, ret_next, d);
+    if (shared)
+        jread_release(&jr);
+    return r;
 }
 
 /* Hands the items of the List object at p one by one; *done counts them. */

@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #include "base-diag.h"
+#include "base-jread.h"
 
 #define DOC_MAX_DEPTH 64
 /* Configuration files: small, and possibly written by someone else (the device plugin's). */
@@ -125,6 +126,11 @@ struct doc_prep {
     json_t *(*fn)(void *arg, unsigned worker, json_t *value);
     void *arg;
     size_t split_bytes;
+    /* Optional: the items of a JSON List are read straight into the worker's table
+     * (base-jread.h), keeping of each only the members keep says (NULL: all), and fn gets them
+     * shared already. The tables must outlive the load. */
+    struct jdedup *(*table)(void *arg, unsigned worker);
+    jread_keep_fn keep;
 };
 _wur_ int doc_load_string_each_prep(const char *name, const char *text, size_t len,
                                     const struct doc_limits *limits, const struct doc_prep *prep,

@@ -45,5 +45,22 @@ void jdedup_release(struct jdedup *t);
 #define JDEDUP_MAX_DEPTH 128
 json_t *jdedup_value(struct jdedup *t, json_t *v);
 
+/* The same for a value some of whose containers may be the table's own already (say, a new
+ * object made of a shared value's members): those are taken as they are, without a look inside. */
+json_t *jdedup_value_over(struct jdedup *t, json_t *v);
+/* Whether container v is one of the table's own values (false for scalars). */
+bool jdedup_holds(const struct jdedup *t, json_t *v);
+
+/* The table's value equal to the one these parts make, added when it is new (a parser's way in:
+ * nothing is built for a value seen before). Elements must be the table's own values or jansson's
+ * null/true/false; keys are not checked for duplicates. Borrowed: the table holds it (NULL: out
+ * of memory). */
+json_t *jdedup_string(struct jdedup *t, const char *s, size_t len);
+json_t *jdedup_integer(struct jdedup *t, json_int_t i);
+json_t *jdedup_real(struct jdedup *t, double x);
+json_t *jdedup_array(struct jdedup *t, json_t *const *v, size_t n);
+json_t *jdedup_object(struct jdedup *t, const char *const *keys, const size_t *klen,
+                      json_t *const *v, size_t n);
+
 /* Values the table holds. */
 size_t jdedup_size(const struct jdedup *t);

@@ -232,7 +232,6 @@ static bool position_in(const char *msg, json_t *v, const struct doc_where *wher
 /* ---- loading --------------------------------------------------------------------------------- */
 
 struct loader {
-    dalloccmd_prep_fn prep;
     dalloccmd_add_fn add;
     void *target;
     /* add failed with this error and message, pointing at line:col (0: unknown); the load still
@@ -274,20 +273,12 @@ static double now_s(clockid_t clock)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static json_t *prepare(void *arg, unsigned worker, json_t *v)
-{
-    struct loader *l = arg;
-
-    return l->prep(l->target, worker, v);
-}
-
-static int load_one(struct dalloccmd_input *in, const char *cmd, size_t i, dalloccmd_prep_fn prep,
-                    dalloccmd_add_fn add, void *target)
+static int load_one(struct dalloccmd_input *in, const char *cmd, size_t i,
+                    const struct doc_prep *prep, dalloccmd_add_fn add, void *target)
 {
     const char *path = strcmp(in->files[i], "-") == 0 ? "/dev/stdin" : in->files[i];
     const struct doc_limits *lim = &doc_limits_manifest;
-    struct loader l = {.prep = prep, .add = add, .target = target};
-    const struct doc_prep dp = {.fn = prepare, .arg = &l};
+    struct loader l = {.add = add, .target = target};
     _cleanup_free_ char *text = NULL;
     size_t len = 0;
     struct diag d;
@@ -300,7 +291,7 @@ static int load_one(struct dalloccmd_input *in, const char *cmd, size_t i, dallo
     else if (r < 0)
         diag_fail(&d, r, "%s: %s", path, strerror(-r));
     else
-        r = doc_load_string_each_prep(path, text, len, lim, prep ? &dp : NULL, on_value, &l, &d);
+        r = doc_load_string_each_prep(path, text, len, lim, prep, on_value, &l, &d);
     in->bytes += len;
     if (r >= 0)
         return 0;
@@ -319,8 +310,8 @@ int dalloccmd_input_load(struct dalloccmd_input *in, const char *cmd, dalloccmd_
     return dalloccmd_input_load_prep(in, cmd, NULL, add, target);
 }
 
-int dalloccmd_input_load_prep(struct dalloccmd_input *in, const char *cmd, dalloccmd_prep_fn prep,
-                              dalloccmd_add_fn add, void *target)
+int dalloccmd_input_load_prep(struct dalloccmd_input *in, const char *cmd,
+                              const struct doc_prep *prep, dalloccmd_add_fn add, void *target)
 {
     double t0 = now_s(CLOCK_MONOTONIC), c0 = now_s(CLOCK_PROCESS_CPUTIME_ID);
     int r = 0;

@@ -70,11 +70,10 @@ typedef int (*dalloccmd_add_fn)(void *target, json_t *obj, struct diag *d);
 _wur_ int dalloccmd_input_load(struct dalloccmd_input *in, const char *cmd, dalloccmd_add_fn add,
                                void *target);
 /* The same, with a step before add that may run on a second thread for large JSON Lists
- * (doc_load_string_each_prep): add gets what prep made of each object (prep's worker is 0 or 1;
- * calls for one worker never overlap). */
-typedef json_t *(*dalloccmd_prep_fn)(void *target, unsigned worker, json_t *obj);
+ * (doc_load_string_each_prep): add gets what prep made of each object. */
 _wur_ int dalloccmd_input_load_prep(struct dalloccmd_input *in, const char *cmd,
-                                    dalloccmd_prep_fn prep, dalloccmd_add_fn add, void *target);
+                                    const struct doc_prep *prep, dalloccmd_add_fn add,
+                                    void *target);
 /* For an error found after loading ("ResourceSlice s1: spec.devices[0].name: ..."): prefixes
  * d->msg with the FILE:LINE:COL of the object and field it names, reading the regular files
  * among the inputs again to find it. d is left alone when the message names no object or the

@@ -44,6 +44,24 @@ static bool listed(const char *const *names, const char *key)
     return false;
 }
 
+/* out, made of obj's members: obj itself when it kept all of them as they were (obj is then
+ * shared still, when it was). */
+static json_t *same_or(json_t *out, json_t *obj)
+{
+    json_t *v;
+    const char *k;
+
+    if (!out || json_object_size(out) != json_object_size(obj))
+        return out;
+    json_object_foreach(out, k, v)
+    {
+        if (json_object_get(obj, k) != v)
+            return out;
+    }
+    json_decref(out);
+    return json_incref(obj);
+}
+
 /* obj with only the listed members (in obj's order), a new reference. Anything but a mapping is
  * kept whole, so that the checks after see what they would have seen. */
 static json_t *only(json_t *obj, const char *const *names)
@@ -61,7 +79,7 @@ static json_t *only(json_t *obj, const char *const *names)
             return NULL;
         }
     }
-    return out;
+    return same_or(out, obj);
 }
 
 static json_t *keep_fields(json_t *obj, const struct keep *keep)
@@ -86,7 +104,7 @@ static json_t *keep_fields(json_t *obj, const struct keep *keep)
             return NULL;
         }
     }
-    return out;
+    return same_or(out, obj);
 }
 
 #define LAST_APPLIED "kubectl.kubernetes.io/last-applied-configuration"
@@ -120,18 +138,73 @@ static json_t *without_bookkeeping(json_t *obj)
     return out;
 }
 
+static const struct keep *keep_of(const char *kind)
+{
+    if (kind && strcmp(kind, "Pod") == 0)
+        return POD;
+    if (kind && strcmp(kind, "Node") == 0)
+        return NODE;
+    return NULL;
+}
+
 json_t *sched_prepare(struct sched *s, unsigned worker, json_t *obj)
 {
-    const char *kind = json_string_value(json_object_get(obj, "kind"));
-    _cleanup_json_ json_t *kept = NULL;
+    struct jdedup *t = &s->dedup[worker % ARRAY_SIZE(s->dedup)];
+    const struct keep *keep = keep_of(json_string_value(json_object_get(obj, "kind")));
+    bool shared = jdedup_holds(t, obj);
+    json_t *kept = keep ? keep_fields(obj, keep) : without_bookkeeping(obj);
+    json_t *out;
 
-    if (kind && strcmp(kind, "Pod") == 0)
-        kept = keep_fields(obj, POD);
-    else if (kind && strcmp(kind, "Node") == 0)
-        kept = keep_fields(obj, NODE);
-    else
-        kept = without_bookkeeping(obj);
-    return kept ? jdedup_value(&s->dedup[worker % ARRAY_SIZE(s->dedup)], kept) : NULL;
+    if (!kept || (shared && kept == obj))
+        return kept;
+    /* what was read into the table already is taken as it is */
+    out = shared ? jdedup_value_over(t, kept) : jdedup_value(t, kept);
+    json_decref(kept);
+    return out;
+}
+
+/* The reader's side of sched_prepare: of a Pod or a Node (known by a "kind" before the member)
+ * only the listed members are built, of anything the bookkeeping is not. */
+static bool keeps(void *arg, const char *kind, const struct jread_key *path, size_t depth)
+{
+    const struct keep *keep = keep_of(kind), *f;
+
+    (void)arg;
+    if (keep) {
+        for (f = keep; f->key && !jread_key_is(&path[0], f->key); f++)
+            ;
+        if (!f->key)
+            return false;
+        if (depth == 1 || !f->sub)
+            return true;
+        if (depth == 2)
+            for (const char *const *sub = f->sub; *sub; sub++)
+                if (jread_key_is(&path[1], *sub))
+                    return true;
+        return depth > 2;
+    }
+    if (depth < 2 || !jread_key_is(&path[0], "metadata"))
+        return true;
+    if (depth == 2)
+        return !jread_key_is(&path[1], "managedFields");
+    return !(jread_key_is(&path[1], "annotations") && jread_key_is(&path[2], LAST_APPLIED));
+}
+
+static struct jdedup *table(void *arg, unsigned worker)
+{
+    struct sched *s = arg;
+
+    return &s->dedup[worker % ARRAY_SIZE(s->dedup)];
+}
+
+static json_t *prepare(void *arg, unsigned worker, json_t *obj)
+{
+    return sched_prepare(arg, worker, obj);
+}
+
+struct doc_prep sched_doc_prep(struct sched *s)
+{
+    return (struct doc_prep){.fn = prepare, .arg = s, .table = table, .keep = keeps};
 }
 
 void sched_keep_done(struct sched *s)

@@ -39,6 +39,9 @@ _wur_ int sched_add(struct sched *s, json_t *obj, struct diag *d);
  */
 json_t *sched_prepare(struct sched *s, unsigned worker, json_t *obj);
 _wur_ int sched_add_prepared(struct sched *s, json_t *obj, struct diag *d);
+/* The loader's step for sched_prepare, with a JSON List's items read straight into the workers'
+ * tables, of Pods and Nodes only the members sched_prepare keeps (doc_prep.table, .keep). */
+struct doc_prep sched_doc_prep(struct sched *s);
 
 /* Per-phase times of the last sched_run, in seconds. */
 struct sched_stats {

@@ -116,11 +116,6 @@ static int parse(int argc, char **argv, struct cli_common *cc, struct opts *o)
 
 /* Objects are prepared (what the scheduler keeps of them, shared) as they are parsed, on two
  * threads for large JSON Lists, then added in input order. */
-static json_t *prepare(void *target, unsigned worker, json_t *obj)
-{
-    return sched_prepare(target, worker, obj);
-}
-
 static int add(void *target, json_t *obj, struct diag *d)
 {
     return sched_add_prepared(target, obj, d);
@@ -201,6 +196,7 @@ static int run(struct opts *o, double t_start)
     _cleanup_(sched_freep) struct sched *s = NULL;
     struct sched_printer pr;
     struct sched_stats st = {0};
+    struct doc_prep prep;
     double t, print_s, free_s;
     struct diag d;
     int r;
@@ -208,7 +204,8 @@ static int run(struct opts *o, double t_start)
     if (sched_new(&o->in.gates, &s) < 0)
         return CLI_EXIT_USAGE;
     sched_set_budget(s, o->in.budget);
-    if (dalloccmd_input_load_prep(&o->in, "schedule", prepare, add, s) < 0)
+    prep = sched_doc_prep(s);
+    if (dalloccmd_input_load_prep(&o->in, "schedule", &prep, add, s) < 0)
         return CLI_EXIT_USAGE;
     diag_init(&d);
     sched_printer_init(&pr, o->fmt);
