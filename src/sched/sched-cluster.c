@@ -22,7 +22,9 @@ void sched_nodes_free(struct sched *s)
         dalloc_free(s->nodes[i].a);
     }
     free(s->nodes);
+    free(s->states);
     s->nodes = NULL;
+    s->states = NULL;
     s->n_nodes = 0;
 }
 
@@ -52,7 +54,8 @@ static int nodes_build(struct sched *s)
     json_t *obj;
 
     s->nodes = calloc(n ? n : 1, sizeof(*s->nodes));
-    if (!s->nodes)
+    s->states = calloc(n ? n : 1, sizeof(*s->states));
+    if (!s->nodes || !s->states)
         return -ENOMEM;
     json_array_foreach(s->node_objs, i, obj)
     {
@@ -229,7 +232,7 @@ int sched_commit(struct sched *s, struct snode *sn, json_t *claims, struct diag 
 
     claims_owner(s, claims, &shared);
     if (!shared) {
-        sn->version++;
+        s->states[sn - s->nodes].version++;
         if ((r = dalloc_commit(sn->a, claims, d)) < 0)
             return r;
     } else {

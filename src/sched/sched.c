@@ -358,36 +358,54 @@ static bool reusable(json_t *claims)
     return true;
 }
 
-/* Records that a node filter rejected the pod's shape on sn. */
-static int node_rejects(struct sched *s, struct snode *sn, const char *reason, size_t shape)
+/* Keeps outcome `reason` (an id, or SSTATE_FITS) of the pod's shape on node i; shape SIZE_MAX:
+ * not to be reused. */
+static int keep_outcome(struct sched *s, size_t i, size_t shape, size_t reason)
 {
-    json_decref(sn->alloc);
-    sn->alloc = NULL;
-    sn->fits = false;
-    sn->shape = shape + 1;
-    sn->seen_version = sn->version;
-    sn->seen_global = s->global_version;
-    return sched_reason_fixed(s, reason, &sn->reason);
+    struct sstate *st = &s->states[i];
+
+    if (reason > SSTATE_FITS || (shape != SIZE_MAX && shape >= UINT32_MAX))
+        return -E2BIG;
+    st->reason = (uint32_t)reason;
+    st->shape = shape == SIZE_MAX ? 0 : (uint32_t)(shape + 1);
+    st->seen = st->version + s->global_version;
+    return 0;
 }
 
-/* Evaluates the pod (claims `mine`, shape id) on node sn unless its kept outcome still holds: the
+/* Records that a node filter rejected the pod's shape on node i. */
+static int node_rejects(struct sched *s, size_t i, const char *reason, size_t shape)
+{
+    struct snode *sn = &s->nodes[i];
+    size_t id;
+    int r;
+
+    json_decref(sn->alloc);
+    sn->alloc = NULL;
+    if ((r = sched_reason_fixed(s, reason, &id)) < 0)
+        return r;
+    return keep_outcome(s, i, shape, id);
+}
+
+/* Evaluates the pod (claims `mine`, shape id) on node i unless its kept outcome still holds: the
  * node filters, then the allocator. */
-static int evaluate(struct sched *s, struct snode *sn, json_t *pod, json_t *mine, size_t shape,
+static int evaluate(struct sched *s, size_t i, json_t *pod, json_t *mine, size_t shape,
                     struct diag *d, struct sched_stats *st)
 {
+    struct snode *sn = &s->nodes[i];
+    const struct sstate *kept = &s->states[i];
     char why[SCHED_NODE_REASON_MAX];
     const char *reason;
     json_t *got = NULL;
     struct diag nd;
+    size_t id = SSTATE_FITS;
     double t;
     int r;
 
     st->evaluations++;
-    if (sn->shape == shape + 1 && sn->seen_version == sn->version &&
-        sn->seen_global == s->global_version)
+    if (kept->shape == shape + 1 && kept->seen == kept->version + s->global_version)
         return 0;
     if (!sched_node_fits(pod, sn->obj, why, sizeof(why), &reason))
-        return node_rejects(s, sn, reason, shape);
+        return node_rejects(s, i, reason, shape);
     diag_init(&nd);
     t = now_s();
     r = sched_node_allocator(s, sn, &nd);
@@ -401,22 +419,18 @@ static int evaluate(struct sched *s, struct snode *sn, json_t *pod, json_t *mine
     }
     json_decref(sn->alloc);
     sn->alloc = NULL;
-    sn->fits = r == 0;
     if (r == 1) {
-        if ((r = sched_reason_id(s, nd.msg, sn->name, mine, &sn->reason)) < 0)
+        if ((r = sched_reason_id(s, nd.msg, sn->name, mine, &id)) < 0)
             return r;
-    } else {
-        t = now_s();
-        sn->score = sched_score(got);
-        st->score_s += now_s() - t;
-        sn->alloc = got;
+        return keep_outcome(s, i, shape, id);
     }
-    sn->shape = sn->fits && !reusable(got) ? 0 : shape + 1;
-    if (sn->alloc && !(sn->alloc = sched_keep_allocations(got)))
+    t = now_s();
+    s->states[i].score = sched_score(got);
+    st->score_s += now_s() - t;
+    r = keep_outcome(s, i, reusable(got) ? shape : SIZE_MAX, SSTATE_FITS);
+    if (!(sn->alloc = sched_keep_allocations(got)))
         return -ENOMEM;
-    sn->seen_version = sn->version;
-    sn->seen_global = s->global_version;
-    return 0;
+    return r;
 }
 
 /* The pod's claims with the allocation sn keeps (made for a pod of the same shape). */
@@ -465,32 +479,35 @@ static bool claim_elsewhere(const struct spod *p, const struct snode *sn, const 
     return false;
 }
 
-/* Tries every node (in name order) for the pod; *best the first of the highest score. */
+/* Tries every node (in name order) for the pod; *best the first of the highest score (an index
+ * into nodes, or SIZE_MAX). */
 static int filter(struct sched *s, struct spod *p, struct diag *d, struct sched_stats *st,
-                  struct snode **best, struct tally **t, size_t *nt)
+                  size_t *best, struct tally **t, size_t *nt)
 {
+    /* most pods have no claim allocated elsewhere: no need to ask for each node */
+    bool bound = p->pin || json_array_size(p->selectors) > 0;
     const char *elsewhere;
     size_t shape, id;
     int r;
 
     if ((r = shape_id(s, p->pod, p->mine, &shape)) < 0)
         return r;
-    *best = NULL;
+    *best = SIZE_MAX;
     for (size_t i = 0; i < s->n_nodes; i++) {
-        struct snode *sn = &s->nodes[i];
+        const struct sstate *kept = &s->states[i];
 
-        if (claim_elsewhere(p, sn, &elsewhere)) {
+        if (bound && claim_elsewhere(p, &s->nodes[i], &elsewhere)) {
             if ((r = sched_reason_fixed(s, elsewhere, &id)) < 0 ||
                 (r = sched_tally_add(t, nt, id)) < 0)
                 return r;
             continue;
         }
-        if ((r = evaluate(s, sn, p->pod, p->mine, shape, d, st)) < 0)
+        if ((r = evaluate(s, i, p->pod, p->mine, shape, d, st)) < 0)
             return r;
-        if (!sn->fits)
-            r = sched_tally_add(t, nt, sn->reason);
-        else if (!*best || sn->score > (*best)->score)
-            *best = sn;
+        if (kept->reason != SSTATE_FITS)
+            r = sched_tally_add(t, nt, kept->reason);
+        else if (*best == SIZE_MAX || kept->score > s->states[*best].score)
+            *best = i;
         if (r < 0)
             return r;
     }
@@ -507,23 +524,26 @@ static int sched_pod(struct sched *s, json_t *pod, struct diag *d, struct sched_
     _cleanup_free_ struct tally *t = NULL;
     struct spod p = {pod, mine, NULL, selectors};
     struct snode *best;
-    size_t nt = 0;
+    size_t nt = 0, bi;
     char key[512];
     double t0;
+    long score;
     int r;
 
     if (!mine || !selectors)
         return -ENOMEM;
-    if ((r = pod_claims(s, &p, d)) < 0 || (r = filter(s, &p, d, st, &best, &t, &nt)) < 0)
+    if ((r = pod_claims(s, &p, d)) < 0 || (r = filter(s, &p, d, st, &bi, &t, &nt)) < 0)
         return r;
     if (key_of(pod, key, sizeof(key)) < 0)
         return -EINVAL;
-    if (!best) {
+    if (bi == SIZE_MAX) {
         *out = json_pack("{s:s, s:n, s:i, s:[], s:o, s:o}", "pod", key, "node", "score", 0,
                          "devices", "reasons", sched_tally_json(s, t, nt, mine), "message",
                          sched_tally_message(s, t, nt, mine, s->n_nodes));
         return *out ? 0 : -ENOMEM;
     }
+    best = &s->nodes[bi];
+    score = s->states[bi].score;
     t0 = now_s();
     claims = sched_keep_claims(s, allocated_copies(mine, best->alloc));
     if (!claims)
@@ -533,7 +553,7 @@ static int sched_pod(struct sched *s, json_t *pod, struct diag *d, struct sched_
     st->commit_s += now_s() - t0;
     st->scheduled++;
     *out = json_pack("{s:s, s:s, s:I, s:o, s:o}", "pod", key, "node", best->name, "score",
-                     (json_int_t)best->score, "devices", devices_of(claims), "reasons",
+                     (json_int_t)score, "devices", devices_of(claims), "reasons",
                      sched_tally_json(s, t, nt, mine));
     return *out ? 0 : -ENOMEM;
 }
