@@ -11,8 +11,9 @@
  * valid UTF-8 (no overlong forms, no surrogates, nothing past U+10FFFF); escapes are \" \\ \/ \b
  * \f \n \r \t and \uXXXX, a high surrogate only followed by a low one, never \u0000; numbers as
  * JSON's grammar has them, an integer (no '.', no exponent) being a json_int_t and refused when
- * it does not fit, any other a double from strtod, refused when it overflows; true, false, null;
- * a mapping with a key twice is refused.
+ * it does not fit, any other a double from strtod, refused when it overflows; true, false, null
+ * (no letter after them: jansson reads a run of letters as one word); a mapping with a key twice
+ * is refused.
  */
 #include <errno.h>
 #include <math.h>
@@ -80,7 +81,9 @@ static int buf_reserve(struct jread *r, size_t n)
     char *b;
     size_t a;
 
-    if (r->abuf - r->nbuf >= n)
+    /* allocated even for n 0: the buffer's address is offset and copied to before anything is
+     * put in it */
+    if (r->buf && r->abuf - r->nbuf >= n)
         return 0;
     a = r->abuf ? r->abuf : 256;
     while (a - r->nbuf < n)
@@ -340,6 +343,9 @@ static json_t *literal(struct rd *c, const char *word, json_t *v)
     if ((size_t)(c->end - c->p) < n || memcmp(c->p, word, n) != 0)
         return fail(c, -EINVAL);
     c->p += n;
+    /* jansson reads a run of letters as one word: "truex" is not true followed by x */
+    if (c->p < c->end && ((*c->p >= 'a' && *c->p <= 'z') || (*c->p >= 'A' && *c->p <= 'Z')))
+        return fail(c, -EINVAL);
     return v;
 }
 

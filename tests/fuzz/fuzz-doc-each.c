@@ -8,13 +8,15 @@
  * YAML reader cannot read, such as a DEL character in a string). Every value handed is read again
  * with positions (doc_where_reload), which must hold the same value when it succeeds. A second
  * load with a preparing step and Lists split in two halves from the first byte (two threads) must
- * give exactly what the first gave.
+ * give exactly what the first gave, and so must a third that also reads a List's items straight
+ * into shared values (a table per worker, every member kept).
  */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base-jdedup.h"
 #include "base.h"
 
 static const struct doc_limits LIMITS = {.max_bytes = (size_t)1 << 20};
@@ -82,25 +84,46 @@ static json_t *prepare(void *arg, unsigned worker, json_t *v)
     return json_incref(v);
 }
 
+/* Each worker's table: arg is the call's two tables. */
+static struct jdedup *table_of(void *arg, unsigned worker)
+{
+    struct jdedup *tables = arg;
+
+    if (worker > 1)
+        abort();
+    return &tables[worker];
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+    struct jdedup tables[2];
     const struct doc_prep prep = {.fn = prepare, .split_bytes = 1};
-    struct strbuf want = STRBUF_INIT, got = STRBUF_INIT, got2 = STRBUF_INIT;
+    const struct doc_prep prep3 = {
+        .fn = prepare, .arg = tables, .split_bytes = 1, .table = table_of, .keep = NULL};
+    struct strbuf want = STRBUF_INIT, got = STRBUF_INIT, got2 = STRBUF_INIT, got3 = STRBUF_INIT;
     const char *text = (const char *)data;
-    struct diag dw, de, d2;
-    int rw, re, r2;
+    struct diag dw, de, d2, d3;
+    int rw, re, r2, r3;
 
+    jdedup_init(&tables[0]);
+    jdedup_init(&tables[1]);
     diag_init(&dw);
     diag_init(&de);
     diag_init(&d2);
+    diag_init(&d3);
     rw = whole(text, size, &want, &dw);
     re = doc_load_string_each("fuzz", text, size, &LIMITS, collect, &got, &de);
     /* two workers give what one does */
     r2 = doc_load_string_each_prep("fuzz", text, size, &LIMITS, &prep, collect, &got2, &d2);
     if (r2 != re || strcmp(strbuf_str(&got), strbuf_str(&got2)) != 0 ||
         (re < 0 && strcmp(de.msg, d2.msg) != 0))
+        abort();
+    /* and so do two workers reading items straight into their tables */
+    r3 = doc_load_string_each_prep("fuzz", text, size, &LIMITS, &prep3, collect, &got3, &d3);
+    if (r3 != re || strcmp(strbuf_str(&got), strbuf_str(&got3)) != 0 ||
+        (re < 0 && strcmp(de.msg, d3.msg) != 0))
         abort();
     if (rw == 0) {
         if (re != 0 || strcmp(strbuf_str(&want), strbuf_str(&got)) != 0)
@@ -119,5 +142,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     strbuf_release(&want);
     strbuf_release(&got);
     strbuf_release(&got2);
+    strbuf_release(&got3);
+    jdedup_release(&tables[0]);
+    jdedup_release(&tables[1]);
     return 0;
 }
