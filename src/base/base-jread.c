@@ -399,8 +399,9 @@ static int duplicate_key(const struct jread *r, size_t first)
     return twice ? -EINVAL : 0;
 }
 
-/* The mapping's kept parts from `first` on, looked up as one value. */
-static json_t *close_object(struct rd *c, size_t first)
+/* The container's kept parts from `first` on (a mapping's with their keys), looked up as one
+ * value. */
+static json_t *close_parts(struct rd *c, size_t first, bool mapping)
 {
     struct jread *r = c->r;
     size_t n = 0, cap = r->nparts - first;
@@ -421,11 +422,13 @@ static json_t *close_object(struct rd *c, size_t first)
         if (r->parts[i].v == SKIPPED)
             continue;
         v[n] = r->parts[i].v;
-        k[n] = key_of(r, &r->parts[i]).s;
-        l[n] = r->parts[i].klen;
+        if (mapping) {
+            k[n] = key_of(r, &r->parts[i]).s;
+            l[n] = r->parts[i].klen;
+        }
         n++;
     }
-    out = jdedup_object(r->table, k, l, v, n);
+    out = mapping ? jdedup_object(r->table, k, l, v, n) : jdedup_array(r->table, v, n);
     if (!out)
         fail(c, -ENOMEM);
 done:
@@ -525,7 +528,7 @@ static json_t *object(struct rd *c, size_t depth, size_t keep_depth, bool keep)
     if (e < 0)
         return fail(c, e);
     if (keep)
-        out = close_object(c, first);
+        out = close_parts(c, first, true);
     r->nparts = first;
     r->nbuf = mark;
     return out;
@@ -562,19 +565,8 @@ static json_t *array(struct rd *c, size_t depth, bool keep)
         return fail(c, -EINVAL);
     }
     c->p++;
-    if (keep) {
-        size_t n = r->nparts - first;
-        json_t **v = malloc((n ? n : 1) * sizeof(*v));
-
-        if (!v)
-            return fail(c, -ENOMEM);
-        for (size_t i = 0; i < n; i++)
-            v[i] = r->parts[first + i].v;
-        out = jdedup_array(r->table, v, n);
-        free(v);
-        if (!out)
-            return fail(c, -ENOMEM);
-    }
+    if (keep)
+        out = close_parts(c, first, false);
     r->nparts = first;
     return out;
 }
