@@ -16,7 +16,8 @@ stdout to a file, under GNU time for the peak RSS. Per scenario and build, the m
 runs (default 5) of: wall time (measured here, exec to exit), pods/s = pods / wall, peak RSS and
 RSS / input size, and, from the binary's --stats lines when it prints them (builds before issue 15
 do not): load s and MB/s (reading, parsing, handing the objects to the scheduler), schedule s
-(filter + score + commit, with their split), print s (writing the output), free s.
+(filter + score + commit, with their split), print s (writing the output), free s (builds that
+free the cluster before exiting).
 
 Targets (issue 15): load >= 60 MB/s for JSON and >= 20 MB/s for YAML; peak RSS <= 10 x the input;
 >= 3,000 pods/s for 5,000 x 5,000 and >= 8,000 pods/s for 5,000 x 40,000 (the whole command);

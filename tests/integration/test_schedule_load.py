@@ -175,5 +175,5 @@ def test_stats_phases(gp, tmp_path):
     assert len(lines) == 2
     assert re.search(r"40 pods in [0-9.]+ s", lines[0])
     assert re.search(r"load [0-9.]+ s \([0-9.]+ MB, [0-9.]+ MB/s; CPU [0-9.]+ s\), schedule "
-                     r"[0-9.]+ s, print [0-9.]+ s, free [0-9.]+ s; whole command [0-9.]+ s "
+                     r"[0-9.]+ s, print [0-9.]+ s; whole command [0-9.]+ s "
                      r"\([0-9.]+ pods/s; CPU [0-9.]+ s\), peak RSS [0-9.]+ MiB", lines[1]), lines[1]
