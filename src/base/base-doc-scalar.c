@@ -143,10 +143,22 @@ static int make_real(const char *s, size_t n, json_t **ret)
     return *ret ? 0 : -ENOMEM;
 }
 
+/* Whether a plain scalar may be anything but a string: the words and numbers below start with one
+ * of these characters. Most scalars of a manifest are names, told apart here at once. */
+static bool may_be_typed(const char *s, size_t n)
+{
+    return n == 0 || (s[0] != '\0' && strchr("~nNtTfF0123456789+-.", s[0]));
+}
+
 /* A plain scalar's value per the core schema. */
 static int resolve_plain(const struct at *at, const char *s, size_t n, json_t **ret)
 {
     int base, r;
+
+    if (!may_be_typed(s, n)) {
+        *ret = json_stringn_nocheck(s, n);
+        return *ret ? 0 : -ENOMEM;
+    }
 
     if (is_one_of(s, n, null_words)) {
         *ret = json_null();
