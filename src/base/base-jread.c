@@ -495,6 +495,19 @@ static int member(struct rd *c, size_t depth, size_t keep_depth, bool keep)
     return part_push(r, &part);
 }
 
+/* Past what follows a container's element: 0 after a comma (another element follows), 1 after
+ * `close` (the container ends), -EINVAL for anything else. */
+static int separator(struct rd *c, char close)
+{
+    skip_ws(c);
+    if (c->p == c->end || (*c->p != ',' && *c->p != close))
+        return -EINVAL;
+    if (*c->p++ == close)
+        return 1;
+    skip_ws(c);
+    return 0;
+}
+
 /* The mapping whose '{' is at c->p, `depth` containers deep (itself included). */
 static json_t *object(struct rd *c, size_t depth, size_t keep_depth, bool keep)
 {
@@ -509,21 +522,11 @@ static json_t *object(struct rd *c, size_t depth, size_t keep_depth, bool keep)
         c->p++;
         return keep ? jdedup_object(r->table, NULL, NULL, NULL, 0) : SKIPPED;
     }
-    for (;;) {
+    do {
         e = member(c, depth, keep_depth, keep);
-        if (e < 0)
+        if (e < 0 || (e = separator(c, '}')) < 0)
             return fail(c, e);
-        skip_ws(c);
-        if (c->p < c->end && *c->p == ',') {
-            c->p++;
-            skip_ws(c);
-            continue;
-        }
-        if (c->p < c->end && *c->p == '}')
-            break;
-        return fail(c, -EINVAL);
-    }
-    c->p++;
+    } while (e == 0);
     e = duplicate_key(r, first);
     if (e < 0)
         return fail(c, e);
@@ -540,6 +543,7 @@ static json_t *array(struct rd *c, size_t depth, bool keep)
     struct jread *r = c->r;
     size_t first = r->nparts;
     json_t *out = SKIPPED;
+    int e;
 
     c->p++;
     skip_ws(c);
@@ -547,24 +551,16 @@ static json_t *array(struct rd *c, size_t depth, bool keep)
         c->p++;
         return keep ? jdedup_array(r->table, NULL, 0) : SKIPPED;
     }
-    for (;;) {
+    do {
         struct jread_part part = {value(c, depth, 0, keep), NULL, 0, 0};
 
         if (!part.v)
             return NULL;
         if (part_push(r, &part) < 0)
             return fail(c, -ENOMEM);
-        skip_ws(c);
-        if (c->p < c->end && *c->p == ',') {
-            c->p++;
-            skip_ws(c);
-            continue;
-        }
-        if (c->p < c->end && *c->p == ']')
-            break;
-        return fail(c, -EINVAL);
-    }
-    c->p++;
+        if ((e = separator(c, ']')) < 0)
+            return fail(c, e);
+    } while (e == 0);
     if (keep)
         out = close_parts(c, first, false);
     r->nparts = first;

@@ -20,6 +20,24 @@
 #include "base-jread.h"
 #include "base-strbuf.h"
 
+/* A reader into a table of its own. */
+struct reader {
+    struct jdedup t;
+    struct jread r;
+};
+
+static void reader_open(struct reader *rd)
+{
+    jdedup_init(&rd->t);
+    jread_init(&rd->r, &rd->t);
+}
+
+static void reader_close(struct reader *rd)
+{
+    jread_release(&rd->r);
+    jdedup_release(&rd->t);
+}
+
 static char *dump(const json_t *v)
 {
     char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
@@ -31,16 +49,14 @@ static char *dump(const json_t *v)
 /* jread's value of text, which must be jansson's too. */
 static void agrees(const char *text)
 {
-    struct jdedup t;
-    struct jread r;
+    struct reader rd;
     json_error_t e;
     const char *next;
     int err;
 
-    jdedup_init(&t);
-    jread_init(&r, &t);
+    reader_open(&rd);
     {
-        json_t *v = jread_value(&r, text, text + strlen(text), &next, &err);
+        json_t *v = jread_value(&rd.r, text, text + strlen(text), &next, &err);
         _cleanup_json_ json_t *want =
             json_loads(text, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &e);
         _cleanup_free_ char *got = NULL, *exp = NULL;
@@ -54,8 +70,7 @@ static void agrees(const char *text)
         assert_int_equal(json_typeof(v), json_typeof(want));
         assert_int_equal(strspn(next, " \t\r\n"), strlen(next)); /* it ends with the value */
     }
-    jread_release(&r);
-    jdedup_release(&t);
+    reader_close(&rd);
 }
 
 static void test_values_as_jansson(void **state)
@@ -159,14 +174,12 @@ static void test_refused_as_jansson(void **state)
         "",
         "   ",
     };
-    struct jdedup t;
-    struct jread r;
+    struct reader rd;
 
     (void)state;
-    jdedup_init(&t);
-    jread_init(&r, &t);
+    reader_open(&rd);
     for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++)
-        refused(&r, texts[i], strlen(texts[i]), -EINVAL);
+        refused(&rd.r, texts[i], strlen(texts[i]), -EINVAL);
     /* a duplicate among many keys */
     {
         _cleanup_strbuf_ struct strbuf sb = STRBUF_INIT;
@@ -175,60 +188,53 @@ static void test_refused_as_jansson(void **state)
         for (int i = 0; i < 40; i++)
             assert_int_equal(strbuf_addf(&sb, "\"k%d\": %d, ", i, i), 0);
         assert_int_equal(strbuf_addstr(&sb, "\"k17\": 0}"), 0);
-        refused(&r, strbuf_str(&sb), strlen(strbuf_str(&sb)), -EINVAL);
+        refused(&rd.r, strbuf_str(&sb), strlen(strbuf_str(&sb)), -EINVAL);
     }
-    jread_release(&r);
-    jdedup_release(&t);
+    reader_close(&rd);
 }
 
 static void test_ends_after_value(void **state)
 {
     static const char text[] = "{\"a\": [1, \"x\"]} , {\"b\": 2}]";
-    struct jdedup t;
-    struct jread r;
+    struct reader rd;
     const char *next;
     int err;
 
     (void)state;
-    jdedup_init(&t);
-    jread_init(&r, &t);
-    assert_non_null(jread_value(&r, text, text + strlen(text), &next, &err));
+    reader_open(&rd);
+    assert_non_null(jread_value(&rd.r, text, text + strlen(text), &next, &err));
     assert_string_equal(next, " , {\"b\": 2}]");
     /* a number ends where its digits do */
-    assert_non_null(jread_value(&r, "123,4", "123,4" + 5, &next, &err));
+    assert_non_null(jread_value(&rd.r, "123,4", "123,4" + 5, &next, &err));
     assert_string_equal(next, ",4");
-    jread_release(&r);
-    jdedup_release(&t);
+    reader_close(&rd);
 }
 
 static void test_caps(void **state)
 {
-    struct jdedup t;
-    struct jread r;
+    struct reader rd;
     const char *next;
     int err;
 
     (void)state;
-    jdedup_init(&t);
-    jread_init(&r, &t);
-    r.level = 2;
-    r.max_depth = 5;
-    assert_non_null(jread_value(&r, "[[[1]]]", "[[[1]]]" + 7, &next, &err));
-    refused(&r, "[[[[1]]]]", 9, -E2BIG);
-    refused(&r, "{\"a\": {\"b\": {\"c\": {}}}}", 24, -E2BIG);
+    reader_open(&rd);
+    rd.r.level = 2;
+    rd.r.max_depth = 5;
+    assert_non_null(jread_value(&rd.r, "[[[1]]]", "[[[1]]]" + 7, &next, &err));
+    refused(&rd.r, "[[[[1]]]]", 9, -E2BIG);
+    refused(&rd.r, "{\"a\": {\"b\": {\"c\": {}}}}", 24, -E2BIG);
     /* values are counted as the YAML reader counts them: a mapping's keys too */
-    r.max_depth = 0;
-    r.max_nodes = 5;
-    r.nodes = 0;
-    assert_non_null(jread_value(&r, "{\"a\": [1, 2]}", "{\"a\": [1, 2]}" + 13, &next, &err));
-    assert_int_equal(r.nodes, 5);
-    r.nodes = 0;
-    refused(&r, "{\"a\": [1, 2, 3]}", 16, -E2BIG);
+    rd.r.max_depth = 0;
+    rd.r.max_nodes = 5;
+    rd.r.nodes = 0;
+    assert_non_null(jread_value(&rd.r, "{\"a\": [1, 2]}", "{\"a\": [1, 2]}" + 13, &next, &err));
+    assert_int_equal(rd.r.nodes, 5);
+    rd.r.nodes = 0;
+    refused(&rd.r, "{\"a\": [1, 2, 3]}", 16, -E2BIG);
     /* counted across calls */
-    r.nodes = 4;
-    refused(&r, "[1]", 3, -E2BIG);
-    jread_release(&r);
-    jdedup_release(&t);
+    rd.r.nodes = 4;
+    refused(&rd.r, "[1]", 3, -E2BIG);
+    reader_close(&rd);
 }
 
 static void test_shared_with_table(void **state)
@@ -237,35 +243,32 @@ static void test_shared_with_table(void **state)
         "{\"name\": \"gpu-0\", \"attributes\": {\"type\": {\"string\": \"gpu\"}}}";
     static const char b[] =
         "{\"name\": \"gpu-1\", \"attributes\": {\"type\": {\"string\": \"gpu\"}}}";
-    struct jdedup t;
-    struct jread r;
+    struct reader rd;
     json_t *va, *vb, *again;
     json_error_t e;
     const char *next;
     int err;
 
     (void)state;
-    jdedup_init(&t);
-    jread_init(&r, &t);
-    va = jread_value(&r, a, a + strlen(a), &next, &err);
-    vb = jread_value(&r, b, b + strlen(b), &next, &err);
+    reader_open(&rd);
+    va = jread_value(&rd.r, a, a + strlen(a), &next, &err);
+    vb = jread_value(&rd.r, b, b + strlen(b), &next, &err);
     assert_non_null(va);
     assert_non_null(vb);
     assert_ptr_not_equal(va, vb);
     assert_ptr_equal(json_object_get(va, "attributes"), json_object_get(vb, "attributes"));
-    again = jread_value(&r, a, a + strlen(a), &next, &err);
+    again = jread_value(&rd.r, a, a + strlen(a), &next, &err);
     assert_ptr_equal(again, va);
     /* the table knows them as its own, and gives them back for equal values parsed elsewhere */
-    assert_true(jdedup_holds(&t, va));
+    assert_true(jdedup_holds(&rd.t, va));
     {
         _cleanup_json_ json_t *parsed = json_loads(a, 0, &e);
-        _cleanup_json_ json_t *shared = jdedup_value(&t, parsed);
+        _cleanup_json_ json_t *shared = jdedup_value(&rd.t, parsed);
 
-        assert_false(jdedup_holds(&t, parsed));
+        assert_false(jdedup_holds(&rd.t, parsed));
         assert_ptr_equal(shared, va);
     }
-    jread_release(&r);
-    jdedup_release(&t);
+    reader_close(&rd);
 }
 
 /* What the keep callback was asked, and its rules: drop members named "drop" anywhere, "spec" of a
@@ -294,17 +297,15 @@ static bool keep(void *arg, const char *kind, const struct jread_key *path, size
 static void kept_as(const char *text, const char *want, const char *want_log)
 {
     struct asked a = {STRBUF_INIT};
-    struct jdedup t;
-    struct jread r;
+    struct reader rd;
     const char *next;
     int err;
     json_t *v;
 
-    jdedup_init(&t);
-    jread_init(&r, &t);
-    r.keep = keep;
-    r.keep_arg = &a;
-    v = jread_value(&r, text, text + strlen(text), &next, &err);
+    reader_open(&rd);
+    rd.r.keep = keep;
+    rd.r.keep_arg = &a;
+    v = jread_value(&rd.r, text, text + strlen(text), &next, &err);
     if (!want) {
         assert_null(v);
         assert_int_equal(err, -EINVAL);
@@ -318,8 +319,7 @@ static void kept_as(const char *text, const char *want, const char *want_log)
     if (want_log)
         assert_string_equal(strbuf_str(&a.log), want_log);
     strbuf_release(&a.log);
-    jread_release(&r);
-    jdedup_release(&t);
+    reader_close(&rd);
 }
 
 static void test_keep(void **state)
