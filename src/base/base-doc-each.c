@@ -9,7 +9,9 @@
  * jansson, one json_loadb each) and parses the `items` one at a time, handing each to the caller
  * and dropping it, so a 40 MB cluster never exists as values all at once. When "items" comes before
  * "kind" (kubectl sorts the keys), a quick scan that only matches brackets and quotes finds "kind"
- * first. Anything else is one json_loadb.
+ * first. Anything else is one json_loadb. When the caller shares what it keeps (doc_prep.table),
+ * the items are read by base-jread.c instead, straight into its table: jansson's values, without
+ * building again a value seen before; what base-jread refuses goes the way of what jansson refuses.
  *
  * Equivalence with the YAML reader. JSON is YAML, and for what jansson accepts with
  * JSON_REJECT_DUPLICATES the YAML reader builds the same values (strings, int64 integers, finite
