@@ -38,6 +38,12 @@ static void reader_close(struct reader *rd)
     jdedup_release(&rd->t);
 }
 
+/* The value text holds, to its end. */
+static json_t *read_all(struct jread *r, const char *text, const char **next, int *err)
+{
+    return jread_value(r, text, text + strlen(text), next, err);
+}
+
 static char *dump(const json_t *v)
 {
     char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
@@ -56,7 +62,7 @@ static void agrees(const char *text)
 
     reader_open(&rd);
     {
-        json_t *v = jread_value(&rd.r, text, text + strlen(text), &next, &err);
+        json_t *v = read_all(&rd.r, text, &next, &err);
         _cleanup_json_ json_t *want =
             json_loads(text, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &e);
         _cleanup_free_ char *got = NULL, *exp = NULL;
@@ -202,10 +208,10 @@ static void test_ends_after_value(void **state)
 
     (void)state;
     reader_open(&rd);
-    assert_non_null(jread_value(&rd.r, text, text + strlen(text), &next, &err));
+    assert_non_null(read_all(&rd.r, text, &next, &err));
     assert_string_equal(next, " , {\"b\": 2}]");
     /* a number ends where its digits do */
-    assert_non_null(jread_value(&rd.r, "123,4", "123,4" + 5, &next, &err));
+    assert_non_null(read_all(&rd.r, "123,4", &next, &err));
     assert_string_equal(next, ",4");
     reader_close(&rd);
 }
@@ -220,14 +226,14 @@ static void test_caps(void **state)
     reader_open(&rd);
     rd.r.level = 2;
     rd.r.max_depth = 5;
-    assert_non_null(jread_value(&rd.r, "[[[1]]]", "[[[1]]]" + 7, &next, &err));
+    assert_non_null(read_all(&rd.r, "[[[1]]]", &next, &err));
     refused(&rd.r, "[[[[1]]]]", 9, -E2BIG);
     refused(&rd.r, "{\"a\": {\"b\": {\"c\": {}}}}", 24, -E2BIG);
     /* values are counted as the YAML reader counts them: a mapping's keys too */
     rd.r.max_depth = 0;
     rd.r.max_nodes = 5;
     rd.r.nodes = 0;
-    assert_non_null(jread_value(&rd.r, "{\"a\": [1, 2]}", "{\"a\": [1, 2]}" + 13, &next, &err));
+    assert_non_null(read_all(&rd.r, "{\"a\": [1, 2]}", &next, &err));
     assert_int_equal(rd.r.nodes, 5);
     rd.r.nodes = 0;
     refused(&rd.r, "{\"a\": [1, 2, 3]}", 16, -E2BIG);
@@ -251,13 +257,13 @@ static void test_shared_with_table(void **state)
 
     (void)state;
     reader_open(&rd);
-    va = jread_value(&rd.r, a, a + strlen(a), &next, &err);
-    vb = jread_value(&rd.r, b, b + strlen(b), &next, &err);
+    va = read_all(&rd.r, a, &next, &err);
+    vb = read_all(&rd.r, b, &next, &err);
     assert_non_null(va);
     assert_non_null(vb);
     assert_ptr_not_equal(va, vb);
     assert_ptr_equal(json_object_get(va, "attributes"), json_object_get(vb, "attributes"));
-    again = jread_value(&rd.r, a, a + strlen(a), &next, &err);
+    again = read_all(&rd.r, a, &next, &err);
     assert_ptr_equal(again, va);
     /* the table knows them as its own, and gives them back for equal values parsed elsewhere */
     assert_true(jdedup_holds(&rd.t, va));
@@ -305,7 +311,7 @@ static void kept_as(const char *text, const char *want, const char *want_log)
     reader_open(&rd);
     rd.r.keep = keep;
     rd.r.keep_arg = &a;
-    v = jread_value(&rd.r, text, text + strlen(text), &next, &err);
+    v = read_all(&rd.r, text, &next, &err);
     if (!want) {
         assert_null(v);
         assert_int_equal(err, -EINVAL);
