@@ -9,11 +9,11 @@
  * What jansson reads and how (its lexer and parser, with JSON_REJECT_DUPLICATES and without
  * JSON_ALLOW_NUL): whitespace is space, tab, CR, LF; strings hold no raw byte below 0x20 and only
  * valid UTF-8 (no overlong forms, no surrogates, nothing past U+10FFFF); escapes are \" \\ \/ \b
- * \f \n \r \t and \uXXXX, a high surrogate only followed by a low one, never \u0000; numbers as
- * JSON's grammar has them, an integer (no '.', no exponent) being a json_int_t and refused when
- * it does not fit, any other a double from strtod, refused when it overflows; true, false, null
- * (no letter after them: jansson reads a run of letters as one word); a mapping with a key twice
- * is refused.
+ * \f \n \r \t and \u with four hex digits, a high surrogate only followed by a low one, never
+ * \u0000; numbers as JSON's grammar has them, an integer (no '.', no exponent) being a json_int_t
+ * and refused when it does not fit, any other a double from strtod, refused when it overflows;
+ * true, false, null (no letter after them: jansson reads a run of letters as one word); a mapping
+ * with a key twice is refused.
  */
 #include <errno.h>
 #include <math.h>

@@ -134,6 +134,16 @@ static void check(const struct exporter_join *j, const struct exporter_dev *devs
     "dra_claim_name=" claim ",dra_claim_namespace=ns,dra_driver_name=gpu.nvidia.com,dra_pool_"     \
     "name=node-a,dra_device_name=" dev
 
+#define MIG_OF(profile, uuid) ",dra_mig_profile=" profile ",dra_mig_device_uuid=" uuid
+/* test_dra's series: p0 on GPU 0, p1 and p2's two containers on MIG devices of GPU 1 */
+#define SERIES_P0 "{pod=p0,namespace=ns,container=main," DRA("claim-p0", "gpu-0") "}\n"
+#define SERIES_P1                                                                                  \
+    "{pod=p1,namespace=ns,container=main," DRA("claim-p1", "gpu-1-mig-2c3g20gb-9-4")               \
+        MIG_OF("2c.3g.20gb", MIG_GI2_CI1) "}\n"
+#define SERIES_P2(container)                                                                       \
+    "{pod=p2,namespace=ns,container=" container "," DRA("claim-p2", "gpu-1-mig-1g5gb-19-6")        \
+        MIG_OF("1g.5gb", MIG_GI7) "}\n"
+
 static void test_dra(void **state)
 {
     struct exporter_pod_ref refs[] = {
@@ -157,79 +167,10 @@ static void test_dra(void **state)
     (void)state;
 
     check(&j, devs_f, 3,
-          "0{pod=p0,namespace=ns,container=main," DRA(
-              "claim-p0",
-              "gpu-0") "}\n"
-                       "1/2{pod=p1,namespace=ns,container=main," DRA(
-                           "claim-p1",
-                           "gpu-1-mig-2c3g20gb-9-4") ",dra_mig_profile=2c.3g.20gb,dra_"
-                                                     "mig_device_uuid=" MIG_GI2_CI1 "}\n"
-                                                     "1/"
-                                                     "7{pod=p2,namespace=ns,container="
-                                                     "main," DRA("claim-p2",
-                                                                 "gpu-1-mig-1g5gb-19-"
-                                                                 "6") ",dra_mig_"
-                                                                      "profile=1g."
-                                                                      "5gb,dra_mig_"
-                                                                      "device_"
-                                                                      "uuid=" MIG_GI7 "}\n"
-                                                                      "1/"
-                                                                      "7{pod=p2,"
-                                                                      "namespace=ns,"
-                                                                      "container="
-                                                                      "side," DRA("claim-p2",
-                                                                                  "gpu-1-mig-"
-                                                                                  "1g5gb-19-"
-                                                                                  "6") ",dra_"
-                                                                                       "mig_"
-                                                                                       "profi"
-                                                                                       "le="
-                                                                                       "1g."
-                                                                                       "5gb,"
-                                                                                       "dra_"
-                                                                                       "mig_"
-                                                                                       "devic"
-                                                                                       "e_"
-                                                                                       "uuid"
-                                                                                       "=" MIG_GI7
-                                                                                       "}\n");
+          "0" SERIES_P0 "1/2" SERIES_P1 "1/7" SERIES_P2("main") "1/7" SERIES_P2("side"));
 
     /* GPU 1 exported whole: its MIG devices' claims label its series. */
-    check(&j, devs_g, 2,
-          "0{pod=p0,namespace=ns,container=main," DRA(
-              "claim-p0",
-              "gpu-0") "}\n"
-                       "1{pod=p1,namespace=ns,container=main," DRA(
-                           "claim-p1",
-                           "gpu-1-mig-2c3g20gb-9-4") ",dra_mig_profile=2c.3g.20gb,dra_"
-                                                     "mig_device_uuid=" MIG_GI2_CI1 "}\n"
-                                                     "1{pod=p2,namespace=ns,container="
-                                                     "main," DRA("claim-p2",
-                                                                 "gpu-1-mig-1g5gb-19-"
-                                                                 "6") ",dra_mig_"
-                                                                      "profile=1g."
-                                                                      "5gb,dra_mig_"
-                                                                      "device_"
-                                                                      "uuid=" MIG_GI7 "}\n"
-                                                                      "1{pod=p2,"
-                                                                      "namespace=ns,"
-                                                                      "container="
-                                                                      "side," DRA("claim-p2",
-                                                                                  "gpu-1-mig-"
-                                                                                  "1g5gb-19-"
-                                                                                  "6") ",dra_"
-                                                                                       "mig_"
-                                                                                       "profi"
-                                                                                       "le="
-                                                                                       "1g."
-                                                                                       "5gb,"
-                                                                                       "dra_"
-                                                                                       "mig_"
-                                                                                       "devic"
-                                                                                       "e_"
-                                                                                       "uuid"
-                                                                                       "=" MIG_GI7
-                                                                                       "}\n");
+    check(&j, devs_g, 2, "0" SERIES_P0 "1" SERIES_P1 "1" SERIES_P2("main") "1" SERIES_P2("side"));
 
     /* Without slices (no API server) claims label nothing; the device plugin's pod does. */
     j.slices = NULL;
