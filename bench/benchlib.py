@@ -1,10 +1,13 @@
 # SPDX-License-Identifier: Apache-2.0
 """What the benchmark runners under bench/ share: the description of the machine a run was made on,
-recorded with every result (docs/benchmarks.md quotes it)."""
+recorded with every result (docs/benchmarks.md quotes it), polling for a condition, and a process's
+memory figures."""
 import datetime
 import os
+import pathlib
 import platform
 import subprocess
+import time
 
 
 def machine():
@@ -29,3 +32,32 @@ def describe(m):
     """One line for a table's heading: "2 CPUs, AMD EPYC, Linux 6.1, 2026-11-22, load 0.42"."""
     load = f", load {m['load1']:.2f} at the start" if m.get("load1") is not None else ""
     return f"{m['nproc']} CPUs, {m['cpu'] or 'unknown CPU'}, Linux {m['kernel']}, {m['date']}{load}"
+
+
+def wait_until(fn, timeout, what, every=0.05):
+    """fn()'s first true value, polled every `every` seconds; exits the run when `timeout` seconds
+    pass first."""
+    deadline = time.monotonic() + timeout
+    while True:
+        v = fn()
+        if v:
+            return v
+        if time.monotonic() > deadline:
+            raise SystemExit(f"run.py: timed out waiting for {what} ({timeout} s)")
+        time.sleep(every)
+
+
+def memory(pid, rollup=False):
+    """{"VmRSS", "VmHWM"} of process pid in KiB, and with rollup its {"Pss", "Private_Dirty"}
+    (/proc/PID/smaps_rollup)."""
+    out = {}
+    for line in pathlib.Path(f"/proc/{pid}/status").read_text().splitlines():
+        k, _, v = line.partition(":")
+        if k in ("VmRSS", "VmHWM"):
+            out[k] = int(v.split()[0])
+    if rollup:
+        for line in pathlib.Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines()[1:]:
+            k, _, v = line.partition(":")
+            if k in ("Pss", "Private_Dirty"):
+                out[k] = int(v.split()[0])
+    return out

@@ -48,7 +48,7 @@ import grpc  # noqa: E402
 import yaml  # noqa: E402
 
 import dra_emu  # noqa: E402
-from benchlib import describe, machine  # noqa: E402
+from benchlib import describe, machine, wait_until  # noqa: E402
 from fakekube import FakeKube  # noqa: E402
 
 DRIVER = "gpu.nvidia.com"
@@ -58,17 +58,6 @@ CLASSES = ROOT / "examples" / "dra" / "deviceclasses.yaml"
 
 def progress(msg):
     print(msg, file=sys.stderr, flush=True)
-
-
-def wait_until(fn, timeout, what):
-    deadline = time.monotonic() + timeout
-    while True:
-        v = fn()
-        if v:
-            return v
-        if time.monotonic() > deadline:
-            raise SystemExit(f"run.py: timed out waiting for {what}")
-        time.sleep(0.05)
 
 
 class Node:

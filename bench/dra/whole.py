@@ -131,7 +131,7 @@ def table(rows):
 def verdicts(rows):
     out = []
     for r in rows:
-        m, f, pods, per_node = r["median"], r["format"], r["pods"], r["pods"] // r["nodes"]
+        m, f, per_node = r["median"], r["format"], r["pods"] // r["nodes"]
         checks = []
         rate = TARGETS[f"{f}_mb_per_s"]
         if m["load_mb_per_s"] is not None:

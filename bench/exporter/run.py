@@ -32,37 +32,14 @@ import time
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT / "tests" / "integration"))
-from benchlib import describe, machine  # noqa: E402
+from benchlib import describe, machine, memory, wait_until  # noqa: E402
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
-
-
-def wait_until(fn, timeout, what):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        v = fn()
-        if v:
-            return v
-        time.sleep(0.05)
-    raise SystemExit(f"run.py: timed out waiting for {what}")
 
 
 def pct(values, p):
     s = sorted(values)
     return s[min(len(s) - 1, max(0, int(p * len(s) + 0.999999) - 1))]
-
-
-def memory(pid):
-    out = {}
-    for line in pathlib.Path(f"/proc/{pid}/status").read_text().splitlines():
-        k, _, v = line.partition(":")
-        if k in ("VmRSS", "VmHWM"):
-            out[k] = int(v.split()[0])
-    for line in pathlib.Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines()[1:]:
-        k, _, v = line.partition(":")
-        if k in ("Pss", "Private_Dirty"):
-            out[k] = int(v.split()[0])
-    return out
 
 
 def cpu_seconds(pid):
@@ -147,17 +124,17 @@ def main():
     try:
         e = exporter(build, work, 30000)
         scrapes(e.port, 50)  # warm-up
-        result["memory_start"] = memory(e.p.pid)
+        result["memory_start"] = memory(e.p.pid, rollup=True)
         t, size = scrapes(e.port, args.scrapes)
         result["exporter"] = dict(summary(t), bytes=size)
-        result["memory_after_scrapes"] = memory(e.p.pid)
+        result["memory_after_scrapes"] = memory(e.p.pid, rollup=True)
         peer = prometheus_peer(work)
         if peer:
             scrapes(peer.port, 50)
             t, psize = scrapes(peer.port, args.scrapes)
             result["prometheus"] = dict(summary(t), bytes=psize)
         scrapes(e.port, 10000)
-        result["memory_after_10000"] = memory(e.p.pid)
+        result["memory_after_10000"] = memory(e.p.pid, rollup=True)
         fast = exporter(build, work, 100)
         c0, t0 = cpu_seconds(fast.p.pid), time.monotonic()
         time.sleep(10)

@@ -21,6 +21,7 @@ clusterpolicy.yaml) is created. Measured:
 Every process started is remembered by PID and ended; every wait has a deadline.
 """
 import argparse
+import functools
 import json
 import os
 import pathlib
@@ -35,9 +36,13 @@ import urllib.request
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT / "tests" / "integration"))
-from benchlib import describe, machine  # noqa: E402
+from benchlib import describe, machine, memory, wait_until  # noqa: E402
 from fakekube import FakeKube  # noqa: E402
 import operator_harness as oh  # noqa: E402
+
+# Polled every 0.1 s, not on every change: with 1,000 nodes the API server's changes come faster
+# than a check of them.
+wait = functools.partial(wait_until, every=0.1)
 
 
 def nfd_labels(i):
@@ -68,28 +73,6 @@ def nfd_labels(i):
     return labels
 
 
-def memory(pid):
-    out = {}
-    for line in pathlib.Path(f"/proc/{pid}/status").read_text().splitlines():
-        k, _, v = line.partition(":")
-        if k in ("VmRSS", "VmHWM"):
-            out[k] = int(v.split()[0])
-    return out
-
-
-def wait(fk, fn, timeout, what):
-    """Polls fn every 0.1 s (not on every change: with 1,000 nodes the API server's changes come
-    faster than a check of them)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        v = fn()
-        if v:
-            return v
-        if time.monotonic() > deadline:
-            raise SystemExit(f"run.py: {what} did not happen within {timeout} s")
-        time.sleep(0.1)
-
-
 def metric(port, name):
     text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
     for line in text.splitlines():
@@ -109,7 +92,7 @@ def start_operator(build, fk, work, name, *args):
     def port():
         m = re.search(r'"serving /metrics".* port=(\d+)', log.read_text())
         return m and int(m.group(1))
-    return p, wait(fk, port, 20, "the operator's metrics port"), log
+    return p, wait(port, 20, "the operator's metrics port"), log
 
 
 def stop(p):
@@ -146,18 +129,18 @@ def run_one(build, n, qps, idle):
             p, port, log = start_operator(build, fk, work, "operator", f"--kube-api-qps={qps}",
                                           f"--kube-api-burst={burst}")
             procs.append(p)
-            wait(fk, lambda: metric(port, "gpuplane_operator_caches_synced") == 1, 120, "synced")
+            wait(lambda: metric(port, "gpuplane_operator_caches_synced") == 1, 120, "synced")
             time.sleep(1)
             out["rss_synced_kib"] = memory(p.pid)["VmRSS"]
             cp = oh.yaml_objects(ROOT / "examples" / "operator" / "clusterpolicy.yaml")[0]
             t0 = time.monotonic()
             fk.create(cp)
-            wait(fk, lambda: labelled(fk, n), 900, "every node labelled")
+            wait(lambda: labelled(fk, n), 900, "every node labelled")
             out["labelled_s"] = round(time.monotonic() - t0, 2)
-            wait(fk, lambda: len(fk.objects("daemonsets", oh.NAMESPACE)) == len(oh.DAEMONSETS), 900,
+            wait(lambda: len(fk.objects("daemonsets", oh.NAMESPACE)) == len(oh.DAEMONSETS), 900,
                  "every DaemonSet")
             out["applied_s"] = round(time.monotonic() - t0, 2)
-            wait(fk, lambda: oh.daemonsets_ready(fk) and
+            wait(lambda: oh.daemonsets_ready(fk) and
                  (oh.condition(oh.status(fk), "Ready") or {}).get("reason") == "Reconciled", 900,
                  "ready")
             out["ready_s"] = round(time.monotonic() - t0, 2)
@@ -175,8 +158,8 @@ def run_one(build, n, qps, idle):
             p, port, log = start_operator(build, fk, work, "operator-le", "--leader-elect",
                                           f"--kube-api-qps={qps}", f"--kube-api-burst={burst}")
             procs.append(p)
-            wait(fk, lambda: metric(port, "gpuplane_operator_leader") == 1, 60, "leader")
-            wait(fk, lambda: metric(port, "gpu_operator_reconciliation_status") == 1, 300, "ready")
+            wait(lambda: metric(port, "gpuplane_operator_leader") == 1, 60, "leader")
+            wait(lambda: metric(port, "gpu_operator_reconciliation_status") == 1, 300, "ready")
             time.sleep(2)
             since = time.time()
             time.sleep(idle)
