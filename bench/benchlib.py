@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """What the benchmark runners under bench/ share: the description of the machine a run was made on,
-recorded with every result (docs/benchmarks.md quotes it), polling for a condition, and a process's
-memory figures."""
+recorded with every result (docs/benchmarks.md quotes it), polling for a condition, a process's
+memory figures, and where the results go."""
 import datetime
+import json
 import os
 import pathlib
 import platform
@@ -61,3 +62,14 @@ def memory(pid, rollup=False):
             if k in ("Pss", "Private_Dirty"):
                 out[k] = int(v.split()[0])
     return out
+
+
+def emit(report, results, json_to):
+    """The human report on stdout, and the results as JSON to json_to (a file; "-": stdout
+    instead of the report; None: nowhere)."""
+    if json_to == "-":
+        print(json.dumps(results, indent=1))
+        return
+    print(report)
+    if json_to:
+        pathlib.Path(json_to).write_text(json.dumps(results, indent=1) + "\n")

@@ -48,7 +48,7 @@ import grpc  # noqa: E402
 import yaml  # noqa: E402
 
 import dra_emu  # noqa: E402
-from benchlib import describe, machine, wait_until  # noqa: E402
+from benchlib import describe, emit, machine, wait_until  # noqa: E402
 from fakekube import FakeKube  # noqa: E402
 
 DRIVER = "gpu.nvidia.com"
@@ -260,13 +260,8 @@ def main():
         shutil.rmtree(work, ignore_errors=True)
     result = {"machine": head, "profile": args.profile, "rounds": rounds,
               "kube_api_qps": args.kube_api_qps, "calls": rows, **mem}
-    if args.json == "-":
-        print(json.dumps(result, indent=2))
-        return
-    if args.json:
-        pathlib.Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
-    print(f"machine: {head}; --kube-api-qps {args.kube_api_qps:g}\n")
-    print(table(rows, mem))
+    emit(f"machine: {head}; --kube-api-qps {args.kube_api_qps:g}\n\n{table(rows, mem)}", result,
+         args.json)
 
 
 if __name__ == "__main__":

@@ -47,7 +47,7 @@ import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))
-from benchlib import machine  # noqa: E402
+from benchlib import emit, machine  # noqa: E402
 
 GEN = ROOT / "bench" / "dra" / "gen.py"
 PYTHON = "/usr/bin/python3"
@@ -520,12 +520,7 @@ def main():
     report = (f"machine: {m['nproc']} CPUs, {m['cpu']}, Linux {m['kernel']}, {m['date']}, load "
               f"{fmt(m['load1'], '.2f')} at the start\n\n{table(results['rows'])}\n\n"
               f"{verdicts(results['rows'])}")
-    if args.json == "-":
-        print(json.dumps(results, indent=1))
-    else:
-        print(report)
-        if args.json:
-            pathlib.Path(args.json).write_text(json.dumps(results, indent=1) + "\n")
+    emit(report, results, args.json)
     bad = [r for r in results["rows"] if r["status"] in ("error", "MISMATCH")]
     return 1 if bad else 0
 

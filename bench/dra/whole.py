@@ -35,7 +35,7 @@ import tempfile
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))
-from benchlib import describe, machine  # noqa: E402
+from benchlib import describe, emit, machine  # noqa: E402
 
 _spec = importlib.util.spec_from_file_location("dra_run", ROOT / "bench" / "dra" / "run.py")
 dra_run = importlib.util.module_from_spec(_spec)
@@ -214,12 +214,7 @@ def main():
                       f"{load[0]:.2f} -> {load[1]:.2f})", file=sys.stderr, flush=True)
     report = (f"machine: {describe(results['machine'])}; {args.repeat} runs each, medians\n\n"
               f"{table(results['rows'])}\n\n{verdicts(results['rows'])}")
-    if args.json == "-":
-        print(json.dumps(results, indent=1))
-    else:
-        print(report)
-        if args.json:
-            pathlib.Path(args.json).write_text(json.dumps(results, indent=1) + "\n")
+    emit(report, results, args.json)
     bad = [r for r in results["rows"] for x in r["runs"] if x.get("exit") not in (0, 1)]
     return 1 if bad else 0
 
