@@ -14,33 +14,9 @@
 #include "operator-lease.h"
 #include "operator-nodes.h"
 #include "operator-options.h"
+#include "test-merge-patch.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-/* Applies a metadata merge patch (labels, annotations) to node in place. */
-static void apply(json_t *node, const json_t *patch)
-{
-    json_t *meta = json_object_get(node, "metadata");
-    const char *part;
-    json_t *changes;
-    json_object_foreach(json_object_get(patch, "metadata"), part, changes)
-    {
-        json_t *target = json_object_get(meta, part);
-        if (!json_is_object(target)) {
-            target = json_object();
-            json_object_set_new(meta, part, target);
-        }
-        const char *k;
-        json_t *v;
-        json_object_foreach(changes, k, v)
-        {
-            if (json_is_null(v))
-                json_object_del(target, k);
-            else
-                json_object_set(target, k, v);
-        }
-    }
-}
 
 static void labels(json_t *obj, uint8_t bits)
 {
@@ -55,7 +31,7 @@ static void labels(json_t *obj, uint8_t bits)
         return;
     json_t *node = json_deep_copy(obj);
     if (json_is_object(node) && json_is_object(json_object_get(node, "metadata"))) {
-        apply(node, patch);
+        test_merge_metadata(node, patch);
         json_t *again = NULL;
         if (op_node_label_patch(node, &cfg, &again) == 0 && again)
             __builtin_trap();

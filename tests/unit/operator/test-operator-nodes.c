@@ -14,6 +14,7 @@
 
 #include "base-doc.h"
 #include "operator-nodes.h"
+#include "test-merge-patch.h"
 
 #define GPU "\"feature.node.kubernetes.io/pci-10de.present\": \"true\""
 #define ALL_DEPLOY                                                                                 \
@@ -183,27 +184,7 @@ static void test_table(void **state)
         }
         /* applied, the patch is a fixed point: the next pass writes nothing */
         if (patch) {
-            json_t *meta = json_object_get(node, "metadata");
-            json_t *pm = json_object_get(patch, "metadata");
-            const char *part;
-            json_t *changes;
-            json_object_foreach(pm, part, changes)
-            {
-                json_t *target = json_object_get(meta, part);
-                if (!target) {
-                    target = json_object();
-                    json_object_set_new(meta, part, target);
-                }
-                const char *k;
-                json_t *v;
-                json_object_foreach(changes, k, v)
-                {
-                    if (json_is_null(v))
-                        json_object_del(target, k);
-                    else
-                        json_object_set(target, k, v);
-                }
-            }
+            test_merge_metadata(node, patch);
             json_t *again = NULL;
             assert_int_equal(op_node_label_patch(node, &cfg, &again), 0);
             if (again) {
